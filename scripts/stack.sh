@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Starts and stops the local Ferry stack: MariaDB -> shim -> Envoy (+ wasm filter).
+#   stack.sh up | down | status | run (up, then follow the logs; Ctrl-C stops)
+# Pids and logs live under $FERRY_RUN_DIR/{pids,logs}; data under $FERRY_RUN_DIR/mysql.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+PIDS="$FERRY_RUN_DIR/pids" LOGS="$FERRY_RUN_DIR/logs" DATA="$FERRY_RUN_DIR/mysql"
+mkdir -p "$PIDS" "$LOGS"
+PATH="$PATH:/usr/sbin"
+
+running() { [ -s "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+
+# start NAME CMD...: detached from this shell (setsid), so it outlives the caller.
+start() {
+  local name=$1; shift
+  running "$name" && { echo "$name already running (pid $(cat "$PIDS/$name.pid"))"; return; }
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
+  echo $! > "$PIDS/$name.pid"
+}
+
+wait_for() { # wait_for WHAT SECONDS CMD...
+  local what=$1 secs=$2; shift 2
+  for _ in $(seq $((secs * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "timed out waiting for $what; see $LOGS" >&2; return 1
+}
+
+sql_root() { mariadb --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" "$@"; }
+
+mysql_up() {
+  if ! [ -d "$DATA/mysql" ]; then
+    echo "initialising MariaDB data dir $DATA"
+    mkdir -p "$DATA"
+    mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$DATA" \
+      --auth-root-authentication-method=normal --skip-test-db >"$LOGS/mysql-init.log" 2>&1
+  fi
+  start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
+    --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
+    --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" \
+    --max-connections=500 --innodb-buffer-pool-size=256M
+  wait_for MariaDB 30 sql_root -e 'SELECT 1'
+  # The dev database and user (idempotent; MySQL is the source of truth for users).
+  sql_root <<SQL
+CREATE DATABASE IF NOT EXISTS \`$FERRY_MYSQL_DATABASE\`;
+CREATE USER IF NOT EXISTS '$FERRY_MYSQL_USER'@'localhost' IDENTIFIED BY '$FERRY_MYSQL_PASSWORD';
+CREATE USER IF NOT EXISTS '$FERRY_MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$FERRY_MYSQL_PASSWORD';
+GRANT ALL PRIVILEGES ON \`$FERRY_MYSQL_DATABASE\`.* TO '$FERRY_MYSQL_USER'@'localhost';
+GRANT ALL PRIVILEGES ON \`$FERRY_MYSQL_DATABASE\`.* TO '$FERRY_MYSQL_USER'@'127.0.0.1';
+SQL
+}
+
+shim_up() {
+  [ -x "$FERRY_SHIM_BIN" ] || { echo "no shim binary at $FERRY_SHIM_BIN (run make build)" >&2; exit 1; }
+  start shim "$FERRY_SHIM_BIN"
+  wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
+}
+
+envoy_up() {
+  [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
+  "$(dirname "$0")/dev-cert.sh"
+  "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/ferry.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
+  start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn
+  wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
+}
+
+stop() {
+  local name=$1
+  if running "$name"; then
+    local pid; pid=$(cat "$PIDS/$name.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PIDS/$name.pid"
+}
+
+usage_hint() {
+  local auth; auth=$(printf '%s:%s' "$FERRY_MYSQL_USER" "$FERRY_MYSQL_PASSWORD" | base64)
+  cat <<HINT
+
+Ferry is up: https://$FERRY_HOST:$FERRY_PORT (HTTP/2, HTTP/1.1 on TCP; HTTP/3 on UDP)
+  curl --cacert $FERRY_RUN_DIR/certs/ca.pem https://$FERRY_HOST:$FERRY_PORT/psdb.v1alpha1.Database/Execute \\
+    -H 'content-type: application/json' -H 'authorization: Basic $auth' -d '{"query":"SELECT 1"}'
+  HTTP/3: this curl has no HTTP/3; use any QUIC client, e.g. with quic-go or
+    cargo run -p ferry-e2e --bin ferry-h3 -- 'SELECT 1'
+  Node: NODE_EXTRA_CA_CERTS=$FERRY_RUN_DIR/certs/ca.pem and
+    new Client({ url: 'https://$FERRY_MYSQL_USER:$FERRY_MYSQL_PASSWORD@$FERRY_HOST:$FERRY_PORT' }) from @planetscale/database
+  Envoy admin (stats: /stats/prometheus): http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT
+  Logs: $LOGS    Stop: make down
+HINT
+}
+
+case "${1:-}" in
+  up) mysql_up; shim_up; envoy_up; usage_hint ;;
+  down) stop envoy; stop shim; stop mysql ;;
+  status) for n in mysql shim envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
+  run)
+    trap '"$0" down; exit 0' INT TERM
+    "$0" up
+    tail -n 0 -F "$LOGS/shim.log" "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
+  *) echo "usage: $0 up|down|status|run" >&2; exit 2 ;;
+esac

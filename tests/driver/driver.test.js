@@ -1,0 +1,73 @@
+// The real @planetscale/database driver (Connect JSON over HTTPS, Node's fetch)
+// against the stack started by scripts/e2e.sh. The dev CA is trusted through
+// NODE_EXTRA_CA_CERTS (set by the runner).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { Client, DatabaseError } from '@planetscale/database'
+
+const host = process.env.FERRY_HOST ?? '127.0.0.1'
+const port = process.env.FERRY_PORT ?? '8443'
+const user = process.env.FERRY_MYSQL_USER ?? 'ferry'
+const password = process.env.FERRY_MYSQL_PASSWORD ?? 'ferry'
+const client = new Client({ url: `https://${user}:${password}@${host}:${port}` })
+
+test('SELECT 1 with the driver', async () => {
+  const r = await client.execute('SELECT 1 AS one')
+  assert.deepEqual(r.rows, [{ one: 1 }])
+  assert.equal(r.headers[0], 'one')
+  assert.equal(r.types.one, 'INT32')
+  assert.ok(r.time >= 0)
+})
+
+test('types cast as the driver casts them', async () => {
+  const t = `drv_${process.pid}_${Date.now()}`
+  await client.execute(`CREATE TABLE ${t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, n INT, u INT UNSIGNED,
+    d DECIMAL(6,2), f DOUBLE, s VARCHAR(10), b VARBINARY(4), dt DATETIME, y YEAR, j JSON)`)
+  const ins = await client.execute(`INSERT INTO ${t} (n, u, d, f, s, b, dt, y, j) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [-7, 7, '12.50', 0.5, "it's", 'ab', '2024-01-02 03:04:05', 2024, '{"a":1}'])
+  assert.equal(ins.rowsAffected, 1)
+  assert.equal(ins.insertId, '1')
+  await client.execute(`INSERT INTO ${t} (id) VALUES (NULL)`)
+  const r = await client.execute(`SELECT * FROM ${t} ORDER BY id`)
+  const [row, nulls] = r.rows
+  assert.equal(row.id, '1') // INT64 stays a string
+  assert.equal(row.n, -7)
+  assert.equal(row.u, 7)
+  assert.equal(row.d, '12.50')
+  assert.equal(row.f, 0.5)
+  assert.equal(row.s, "it's")
+  assert.deepEqual([...row.b], [97, 98]) // charset 63 → bytes
+  assert.equal(row.dt, '2024-01-02 03:04:05')
+  assert.equal(row.y, 2024)
+  assert.equal(nulls.n, null)
+  assert.equal(nulls.s, null)
+})
+
+test('SQL errors throw DatabaseError with the MySQL message', async () => {
+  await assert.rejects(client.execute('SELECT * FROM no_such_table_drv'), (e) => {
+    assert.ok(e instanceof DatabaseError)
+    assert.match(e.message, /doesn't exist/)
+    return true
+  })
+  // ... and the connection keeps working.
+  assert.deepEqual((await client.execute('SELECT 2 AS two')).rows, [{ two: 2 }])
+})
+
+test('bad credentials are a 401', async () => {
+  const bad = new Client({ url: `https://${user}:wrong@${host}:${port}` })
+  await assert.rejects(bad.execute('SELECT 1'), (e) => {
+    assert.equal(e.status, 401)
+    return true
+  })
+})
+
+test('transaction() is refused clearly and leaves nothing behind', async () => {
+  const t = `drvtx_${process.pid}_${Date.now()}`
+  await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY)`)
+  await assert.rejects(
+    client.transaction(async (tx) => { await tx.execute(`INSERT INTO ${t} VALUES (1)`) }),
+    (e) => { assert.match(e.message, /not supported/); return true })
+  await client.execute(`INSERT INTO ${t} VALUES (2)`)
+  const r = await client.execute(`SELECT id FROM ${t}`)
+  assert.deepEqual(r.rows, [{ id: 2 }])
+})

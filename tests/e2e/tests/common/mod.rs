@@ -1,0 +1,134 @@
+//! Shared helpers for the end-to-end tests: every call goes to the real stack
+//! (Envoy + wasm filter + shim + MariaDB) started by scripts/e2e.sh.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use ferry_e2e::config::Config;
+use ferry_e2e::connect::{ConnectClient, EXECUTE};
+use ferry_e2e::h3_client::H3Client;
+use ferry_e2e::{grpc, Answer};
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use prost::Message;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub fn cfg() -> Config {
+    Config::from_env()
+}
+
+/// A table name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}_{}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), nanos % 100_000)
+}
+
+/// The client forms Ferry serves, over the transports it serves them on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Way {
+    ConnectJsonH2,
+    ConnectProtoH2,
+    ConnectJsonH1,
+    GrpcH2,
+    ConnectJsonH3,
+    ConnectProtoH3,
+    GrpcH3,
+}
+
+pub const ALL_WAYS: &[Way] = &[
+    Way::ConnectJsonH2,
+    Way::ConnectProtoH2,
+    Way::ConnectJsonH1,
+    Way::GrpcH2,
+    Way::ConnectJsonH3,
+    Way::ConnectProtoH3,
+    Way::GrpcH3,
+];
+
+pub fn grpc_frame(message: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(5 + message.len());
+    f.push(0);
+    f.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    f.extend_from_slice(message);
+    f
+}
+
+pub fn grpc_unframe(body: &[u8]) -> &[u8] {
+    assert!(body.len() >= 5, "gRPC body shorter than a frame header: {body:?}");
+    assert_eq!(body[0], 0, "uncompressed frame");
+    let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+    assert_eq!(body.len(), 5 + len, "exactly one frame");
+    &body[5..]
+}
+
+/// Runs one Execute the given way and returns the decoded answer, asserting the
+/// transport-level success of that way (HTTP 200, content type, grpc-status 0).
+pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let json_body = serde_json::json!({ "query": query, "session": null }).to_string();
+    let proto_body = ExecuteRequest { query: query.into(), ..Default::default() }.encode_to_vec();
+    let json_headers = [("content-type", "application/json"), ("authorization", auth.as_str())];
+    let proto_headers = [("content-type", "application/proto"), ("authorization", auth.as_str())];
+    let grpc_headers =
+        [("content-type", "application/grpc"), ("te", "trailers"), ("authorization", auth.as_str())];
+    match way {
+        Way::ConnectJsonH2 | Way::ConnectJsonH1 => {
+            let c = if way == Way::ConnectJsonH1 { ConnectClient::http1(&cfg) } else { ConnectClient::http2(&cfg) };
+            let a = c.post(EXECUTE, &json_headers, json_body.into_bytes()).await;
+            let want = if way == Way::ConnectJsonH1 { http::Version::HTTP_11 } else { http::Version::HTTP_2 };
+            assert_eq!(a.version, want);
+            from_json(&a)
+        }
+        Way::ConnectProtoH2 => ConnectClient::http2(&cfg).execute_proto(query).await,
+        Way::GrpcH2 => {
+            let ch = grpc::channel(&cfg).await;
+            grpc::execute(ch, &cfg, query).await.unwrap_or_else(|s| panic!("gRPC status {s:?}"))
+        }
+        Way::ConnectJsonH3 | Way::ConnectProtoH3 | Way::GrpcH3 => {
+            let mut h3 = H3Client::connect(&cfg).await.expect("HTTP/3 connection");
+            let a = match way {
+                Way::ConnectJsonH3 => h3.post(EXECUTE, &json_headers, json_body.into()).await,
+                Way::ConnectProtoH3 => h3.post(EXECUTE, &proto_headers, proto_body.into()).await,
+                _ => h3.post(EXECUTE, &grpc_headers, Bytes::from(grpc_frame(&proto_body))).await,
+            }
+            .expect("HTTP/3 request");
+            h3.close().await;
+            assert_eq!(a.version, http::Version::HTTP_3);
+            match way {
+                Way::ConnectJsonH3 => from_json(&a),
+                Way::ConnectProtoH3 => {
+                    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+                    assert_eq!(a.header("content-type"), Some("application/proto"));
+                    ExecuteResponse::decode(a.body).expect("proto answer")
+                }
+                _ => {
+                    assert_eq!(a.status, 200);
+                    assert!(a.header("content-type").unwrap_or("").starts_with("application/grpc"));
+                    assert_eq!(a.grpc_status(), Some((0, String::new())), "trailers: {:?}", a.trailers);
+                    ExecuteResponse::decode(grpc_unframe(&a.body)).expect("proto answer")
+                }
+            }
+        }
+    }
+}
+
+fn from_json(a: &Answer) -> ExecuteResponse {
+    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("content-type"), Some("application/json"));
+    serde_json::from_slice(&a.body).expect("protojson ExecuteResponse")
+}
+
+/// Runs SQL directly on MariaDB with the `mariadb` client (an independent view,
+/// not through Ferry's pool), as root over the stack's unix socket.
+pub fn mariadb_root(sql: &str) -> String {
+    let cfg = cfg();
+    let out = std::process::Command::new("mariadb")
+        .args(["--no-defaults", "-uroot", "-N", "-B"])
+        .arg(format!("--socket={}", cfg.mysql_socket.display()))
+        .arg(&cfg.database)
+        .args(["-e", sql])
+        .output()
+        .expect("run the mariadb client");
+    assert!(out.status.success(), "mariadb: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
