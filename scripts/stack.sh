@@ -36,7 +36,7 @@ mysql_up() {
   start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
     --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
     --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" \
-    --max-connections=500 --innodb-buffer-pool-size=256M
+    --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
   wait_for MariaDB 30 sql_root -e 'SELECT 1'
   # The dev database and user (idempotent; MySQL is the source of truth for users).
   sql_root <<SQL
@@ -56,7 +56,6 @@ shim_up() {
 
 envoy_up() {
   [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
-  "$(dirname "$0")/dev-cert.sh"
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/ferry.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
   start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
@@ -90,7 +89,7 @@ HINT
 }
 
 case "${1:-}" in
-  up) mysql_up; shim_up; envoy_up; usage_hint ;;
+  up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   down) stop envoy; stop shim; stop mysql ;;
   status) for n in mysql shim envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
   run)

@@ -13,7 +13,10 @@ pub struct Config {
 }
 
 fn var(name: &str, default: &str) -> String {
-    std::env::var(name).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned())
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 impl Config {
@@ -22,7 +25,9 @@ impl Config {
         let run_dir = PathBuf::from(var("FERRY_RUN_DIR", &root.join(".run").to_string_lossy()));
         Config {
             host: var("FERRY_HOST", "127.0.0.1"),
-            port: var("FERRY_PORT", "8443").parse().expect("FERRY_PORT is a port number"),
+            port: var("FERRY_PORT", "8443")
+                .parse()
+                .expect("FERRY_PORT is a port number"),
             ca_pem: run_dir.join("certs/ca.pem"),
             user: var("FERRY_MYSQL_USER", "ferry"),
             password: var("FERRY_MYSQL_PASSWORD", "ferry"),
@@ -53,7 +58,10 @@ impl Config {
 
 pub fn basic_auth(user: &str, password: &str) -> String {
     use base64::Engine;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
 }
 
 /// rustls needs one process-wide crypto provider; ring is what we build with.

@@ -26,12 +26,20 @@ impl ConnectClient {
 
     fn build(cfg: &Config, http1: bool) -> ConnectClient {
         crate::config::install_crypto_provider();
-        let roots = cfg.ca_der().into_iter().map(|der| reqwest::Certificate::from_der(&der).expect("CA certificate"));
-        let mut b = reqwest::Client::builder().tls_certs_only(roots).https_only(true);
+        let roots = cfg
+            .ca_der()
+            .into_iter()
+            .map(|der| reqwest::Certificate::from_der(&der).expect("CA certificate"));
+        let mut b = reqwest::Client::builder()
+            .tls_certs_only(roots)
+            .https_only(true);
         if http1 {
             b = b.http1_only();
         }
-        ConnectClient { http: b.build().expect("reqwest client"), cfg: cfg.clone() }
+        ConnectClient {
+            http: b.build().expect("reqwest client"),
+            cfg: cfg.clone(),
+        }
     }
 
     /// Any request, as raw as the tests need it.
@@ -42,7 +50,9 @@ impl ConnectClient {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<Answer, BoxError> {
-        let mut rb = self.http.request(method, format!("{}{}", self.cfg.base_url(), path));
+        let mut rb = self
+            .http
+            .request(method, format!("{}{}", self.cfg.base_url(), path));
         for (k, v) in headers {
             rb = rb.header(*k, *v);
         }
@@ -51,28 +61,61 @@ impl ConnectClient {
         let version = resp.version();
         let headers = resp.headers().clone();
         let body = resp.bytes().await?;
-        Ok(Answer { status, version, headers, body, trailers: http::HeaderMap::new() })
+        Ok(Answer {
+            status,
+            version,
+            headers,
+            body,
+            trailers: http::HeaderMap::new(),
+        })
     }
 
     pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {
-        self.send(reqwest::Method::POST, path, headers, body).await.expect("request to Ferry")
+        self.send(reqwest::Method::POST, path, headers, body)
+            .await
+            .expect("request to Ferry")
     }
 
     /// Connect JSON, authenticated: the @planetscale/database shape.
     pub async fn execute_json(&self, query: &str) -> Answer {
         let auth = self.cfg.basic_auth();
-        let body = serde_json::json!({ "query": query, "session": null }).to_string().into_bytes();
-        self.post(EXECUTE, &[("content-type", "application/json"), ("authorization", &auth)], body).await
+        let body = serde_json::json!({ "query": query, "session": null })
+            .to_string()
+            .into_bytes();
+        self.post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            body,
+        )
+        .await
     }
 
     /// Connect proto, authenticated; asserts HTTP 200 and decodes the answer.
     pub async fn execute_proto(&self, query: &str) -> ExecuteResponse {
         let auth = self.cfg.basic_auth();
-        let req = ExecuteRequest { query: query.into(), ..Default::default() };
+        let req = ExecuteRequest {
+            query: query.into(),
+            ..Default::default()
+        };
         let a = self
-            .post(EXECUTE, &[("content-type", "application/proto"), ("authorization", &auth)], req.encode_to_vec())
+            .post(
+                EXECUTE,
+                &[
+                    ("content-type", "application/proto"),
+                    ("authorization", &auth),
+                ],
+                req.encode_to_vec(),
+            )
             .await;
-        assert_eq!(a.status, 200, "Connect proto answer: {:?}", String::from_utf8_lossy(&a.body));
+        assert_eq!(
+            a.status,
+            200,
+            "Connect proto answer: {:?}",
+            String::from_utf8_lossy(&a.body)
+        );
         assert_eq!(a.header("content-type"), Some("application/proto"));
         ExecuteResponse::decode(a.body).expect("ExecuteResponse proto")
     }

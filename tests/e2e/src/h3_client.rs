@@ -19,13 +19,22 @@ impl H3Client {
         for der in cfg.ca_der() {
             roots.add(der)?;
         }
-        let mut tls = rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let mut tls =
+            rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
+                .with_root_certificates(roots)
+                .with_no_client_auth();
         tls.alpn_protocols = vec![b"h3".to_vec()];
         let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
-        let addr = (cfg.host.as_str(), cfg.port).to_socket_addrs()?.next().ok_or("no address for FERRY_HOST")?;
-        let bind: std::net::SocketAddr = if addr.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse()?;
+        let addr = (cfg.host.as_str(), cfg.port)
+            .to_socket_addrs()?
+            .next()
+            .ok_or("no address for FERRY_HOST")?;
+        let bind: std::net::SocketAddr = if addr.is_ipv6() {
+            "[::]:0"
+        } else {
+            "0.0.0.0:0"
+        }
+        .parse()?;
         let mut endpoint = quinn::Endpoint::client(bind)?;
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
         let conn = endpoint.connect(addr, "localhost")?.await?;
@@ -33,10 +42,20 @@ impl H3Client {
         let driver = tokio::spawn(async move {
             let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
         });
-        Ok(H3Client { send, authority: format!("{}:{}", cfg.host, cfg.port), _driver: driver, endpoint })
+        Ok(H3Client {
+            send,
+            authority: format!("{}:{}", cfg.host, cfg.port),
+            _driver: driver,
+            endpoint,
+        })
     }
 
-    pub async fn post(&mut self, path: &str, headers: &[(&str, &str)], body: Bytes) -> Result<Answer, BoxError> {
+    pub async fn post(
+        &mut self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Answer, BoxError> {
         let mut req = http::Request::post(format!("https://{}{}", self.authority, path));
         for (k, v) in headers {
             req = req.header(*k, *v);

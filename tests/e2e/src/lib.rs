@@ -25,15 +25,23 @@ impl Answer {
 
     /// grpc-status/grpc-message, from the trailers or (trailers-only) the headers.
     pub fn grpc_status(&self) -> Option<(i32, String)> {
-        let pick = |m: &http::HeaderMap, k: &str| m.get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let status = pick(&self.trailers, "grpc-status").or_else(|| pick(&self.headers, "grpc-status"))?;
-        let message = pick(&self.trailers, "grpc-message").or_else(|| pick(&self.headers, "grpc-message"));
+        let pick = |m: &http::HeaderMap, k: &str| {
+            m.get(k).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        };
+        let status =
+            pick(&self.trailers, "grpc-status").or_else(|| pick(&self.headers, "grpc-status"))?;
+        let message =
+            pick(&self.trailers, "grpc-message").or_else(|| pick(&self.headers, "grpc-message"));
         Some((status.parse().ok()?, message.unwrap_or_default()))
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
     }
 }
 

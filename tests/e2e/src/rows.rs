@@ -22,13 +22,20 @@ pub fn text_rows(result: &QueryResult) -> Vec<Vec<Option<String>>> {
     result
         .rows
         .iter()
-        .map(|r| cells(r).into_iter().map(|c| c.map(|b| String::from_utf8_lossy(&b).into_owned())).collect())
+        .map(|r| {
+            cells(r)
+                .into_iter()
+                .map(|c| c.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                .collect()
+        })
         .collect()
 }
 
 /// Rows decoded from protojson (base64 values, lengths as strings).
 pub fn json_rows(result: &serde_json::Value) -> Vec<Vec<Option<Vec<u8>>>> {
-    let Some(rows) = result["rows"].as_array() else { return vec![] };
+    let Some(rows) = result["rows"].as_array() else {
+        return vec![];
+    };
     rows.iter()
         .map(|r| {
             let row: Row = serde_json::from_value(r.clone()).expect("row protojson");

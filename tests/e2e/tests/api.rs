@@ -8,7 +8,10 @@ async fn create_and_close_session_over_connect_json() {
     let cfg = cfg();
     let c = ConnectClient::http2(&cfg);
     let auth = cfg.basic_auth();
-    let h = [("content-type", "application/json"), ("authorization", auth.as_str())];
+    let h = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
     let a = c.post(CREATE_SESSION, &h, b"{}".to_vec()).await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     let v = a.json();
@@ -18,7 +21,19 @@ async fn create_and_close_session_over_connect_json() {
     let body = serde_json::json!({ "session": v["session"] }).to_string();
     let a = c.post(CLOSE_SESSION, &h, body.into_bytes()).await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
-    let a = c.post(CREATE_SESSION, &[("content-type", "application/json"), ("authorization", &ferry_e2e::config::basic_auth("ferry", "nope"))], b"{}".to_vec()).await;
+    let a = c
+        .post(
+            CREATE_SESSION,
+            &[
+                ("content-type", "application/json"),
+                (
+                    "authorization",
+                    &ferry_e2e::config::basic_auth("ferry", "nope"),
+                ),
+            ],
+            b"{}".to_vec(),
+        )
+        .await;
     assert_eq!(a.status, 401);
 }
 
@@ -27,19 +42,28 @@ async fn http2_answers_advertise_http3() {
     let cfg = cfg();
     let a = ConnectClient::http2(&cfg).execute_json("SELECT 1").await;
     assert_eq!(a.version, http::Version::HTTP_2);
-    assert_eq!(a.header("alt-svc"), Some(format!("h3=\":{}\"; ma=86400", cfg.port).as_str()));
+    assert_eq!(
+        a.header("alt-svc"),
+        Some(format!("h3=\":{}\"; ma=86400", cfg.port).as_str())
+    );
 }
 
 #[tokio::test]
 async fn tls_below_1_3_is_refused() {
     let cfg = cfg();
     ferry_e2e::config::install_crypto_provider();
-    let roots = cfg.ca_der().into_iter().map(|d| reqwest::Certificate::from_der(&d).unwrap());
+    let roots = cfg
+        .ca_der()
+        .into_iter()
+        .map(|d| reqwest::Certificate::from_der(&d).unwrap());
     let client = reqwest::Client::builder()
         .tls_certs_only(roots)
         .tls_version_max(reqwest::tls::Version::TLS_1_2)
         .build()
         .unwrap();
-    let err = client.post(format!("{}/psdb.v1alpha1.Database/Execute", cfg.base_url())).send().await;
+    let err = client
+        .post(format!("{}/psdb.v1alpha1.Database/Execute", cfg.base_url()))
+        .send()
+        .await;
     assert!(err.is_err(), "a TLS 1.2 handshake must fail");
 }

@@ -11,8 +11,18 @@ use ferry_proto::psdb::v1alpha1::ExecuteRequest;
 use prost::Message;
 
 fn assert_connect_error(a: &Answer, status: u16, code: &str, what: &str) {
-    assert_eq!(a.status, status, "{what}: {:?}", String::from_utf8_lossy(&a.body));
-    assert!(a.header("content-type").unwrap_or("").starts_with("application/json"), "{what}: JSON error body");
+    assert_eq!(
+        a.status,
+        status,
+        "{what}: {:?}",
+        String::from_utf8_lossy(&a.body)
+    );
+    assert!(
+        a.header("content-type")
+            .unwrap_or("")
+            .starts_with("application/json"),
+        "{what}: JSON error body"
+    );
     let v = a.json();
     assert_eq!(v["code"], code, "{what}: {v}");
     let msg = v["message"].as_str().unwrap_or("");
@@ -21,7 +31,9 @@ fn assert_connect_error(a: &Answer, status: u16, code: &str, what: &str) {
 
 fn assert_grpc_error(a: &Answer, code: i32, what: &str) {
     assert_eq!(a.status, 200, "{what}: gRPC errors travel as HTTP 200");
-    let (got, msg) = a.grpc_status().unwrap_or_else(|| panic!("{what}: no grpc-status in {:?}", a.headers));
+    let (got, msg) = a
+        .grpc_status()
+        .unwrap_or_else(|| panic!("{what}: no grpc-status in {:?}", a.headers));
     assert_eq!(got, code, "{what}: {msg}");
     assert!(!msg.is_empty(), "{what}: a readable grpc-message");
 }
@@ -38,19 +50,38 @@ async fn connect_bad_inputs() {
     let cfg = cfg();
     let c = ConnectClient::http2(&cfg);
     let auth = cfg.basic_auth();
-    let json = [("content-type", "application/json"), ("authorization", auth.as_str())];
-    let proto = [("content-type", "application/proto"), ("authorization", auth.as_str())];
+    let json = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let proto = [
+        ("content-type", "application/proto"),
+        ("authorization", auth.as_str()),
+    ];
 
-    let a = c.post("/psdb.v1alpha1.Database/Nope", &json, b"{}".to_vec()).await;
+    let a = c
+        .post("/psdb.v1alpha1.Database/Nope", &json, b"{}".to_vec())
+        .await;
     assert_connect_error(&a, 404, "unimplemented", "unknown RPC");
     let a = c.post("/some/other/path", &json, b"{}".to_vec()).await;
     assert_connect_error(&a, 404, "unimplemented", "unknown path");
-    let a = c.send(reqwest::Method::GET, EXECUTE, &json, vec![]).await.unwrap();
+    let a = c
+        .send(reqwest::Method::GET, EXECUTE, &json, vec![])
+        .await
+        .unwrap();
     assert_eq!(a.status, 405, "GET: {:?}", String::from_utf8_lossy(&a.body));
 
-    let a = c.post(EXECUTE, &[("content-type", "text/plain"), ("authorization", &auth)], b"SELECT 1".to_vec()).await;
+    let a = c
+        .post(
+            EXECUTE,
+            &[("content-type", "text/plain"), ("authorization", &auth)],
+            b"SELECT 1".to_vec(),
+        )
+        .await;
     assert_eq!(a.status, 415, "text/plain");
-    let a = c.post(EXECUTE, &[("authorization", &auth)], b"{}".to_vec()).await;
+    let a = c
+        .post(EXECUTE, &[("authorization", &auth)], b"{}".to_vec())
+        .await;
     assert_eq!(a.status, 415, "no content type");
 
     for (body, what) in [
@@ -65,17 +96,51 @@ async fn connect_bad_inputs() {
     }
     let a = c.post(EXECUTE, &proto, vec![0xff, 0xff, 0xff]).await;
     assert_connect_error(&a, 400, "invalid_argument", "malformed protobuf");
-    let a = c.post(EXECUTE, &[("content-type", "application/json"), ("content-encoding", "br"), ("authorization", &auth)], b"{}".to_vec()).await;
-    assert!(a.status >= 400 && a.status < 600, "unsupported content-encoding: {}", a.status);
+    let a = c
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("content-encoding", "br"),
+                ("authorization", &auth),
+            ],
+            b"{}".to_vec(),
+        )
+        .await;
+    assert!(
+        a.status >= 400 && a.status < 600,
+        "unsupported content-encoding: {}",
+        a.status
+    );
 
     // Credentials: missing, not Basic, undecodable, wrong password, unknown user.
     let body = br#"{"query":"SELECT 1"}"#.to_vec();
-    let a = c.post(EXECUTE, &[("content-type", "application/json")], body.clone()).await;
+    let a = c
+        .post(
+            EXECUTE,
+            &[("content-type", "application/json")],
+            body.clone(),
+        )
+        .await;
     assert_connect_error(&a, 401, "unauthenticated", "no credentials");
-    for bad in ["Bearer abc", "Basic !!!notbase64", &basic_auth("ferry", "wrong"), &basic_auth("nobody", "x")] {
-        let a = c.post(EXECUTE, &[("content-type", "application/json"), ("authorization", bad)], body.clone()).await;
+    for bad in [
+        "Bearer abc",
+        "Basic !!!notbase64",
+        &basic_auth("ferry", "wrong"),
+        &basic_auth("nobody", "x"),
+    ] {
+        let a = c
+            .post(
+                EXECUTE,
+                &[("content-type", "application/json"), ("authorization", bad)],
+                body.clone(),
+            )
+            .await;
         assert_connect_error(&a, 401, "unauthenticated", bad);
-        assert!(!String::from_utf8_lossy(&a.body).contains("wrong"), "the password is never echoed");
+        assert!(
+            !String::from_utf8_lossy(&a.body).contains("wrong"),
+            "the password is never echoed"
+        );
     }
 
     // Oversized body (the filter's default limit is 8 MiB).
@@ -91,8 +156,16 @@ async fn grpc_bad_inputs() {
     let cfg = cfg();
     let c = ConnectClient::http2(&cfg);
     let auth = cfg.basic_auth();
-    let msg = ExecuteRequest { query: "SELECT 1".into(), ..Default::default() }.encode_to_vec();
-    let grpc_h = [("content-type", "application/grpc"), ("te", "trailers"), ("authorization", auth.as_str())];
+    let msg = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let grpc_h = [
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+        ("authorization", auth.as_str()),
+    ];
 
     let mut short = grpc_frame(&msg);
     short.truncate(short.len() - 1);
@@ -109,21 +182,39 @@ async fn grpc_bad_inputs() {
     let mut compressed = grpc_frame(&msg);
     compressed[0] = 1;
     let a = c.post(EXECUTE, &grpc_h, compressed).await;
-    assert!(a.grpc_status().map(|s| s.0) != Some(0), "compressed flag without an encoding is refused");
-    let a = c.post("/psdb.v1alpha1.Database/Nope", &grpc_h, grpc_frame(&msg)).await;
+    assert!(
+        a.grpc_status().map(|s| s.0) != Some(0),
+        "compressed flag without an encoding is refused"
+    );
+    let a = c
+        .post("/psdb.v1alpha1.Database/Nope", &grpc_h, grpc_frame(&msg))
+        .await;
     assert_grpc_error(&a, 12, "unknown RPC");
 
     // The real gRPC client: missing and wrong credentials.
     let ch = grpc::channel(&cfg).await;
-    let req = ExecuteRequest { query: "SELECT 1".into(), ..Default::default() };
-    let s = grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(ch.clone(), EXECUTE, req.clone(), None)
-        .await
-        .expect_err("no credentials");
+    let req = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    };
+    let s = grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(
+        ch.clone(),
+        EXECUTE,
+        req.clone(),
+        None,
+    )
+    .await
+    .expect_err("no credentials");
     assert_eq!(s.code(), tonic::Code::Unauthenticated, "{s:?}");
     let wrong = basic_auth("ferry", "wrong");
-    let s = grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(ch.clone(), EXECUTE, req, Some(&wrong))
-        .await
-        .expect_err("wrong password");
+    let s = grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(
+        ch.clone(),
+        EXECUTE,
+        req,
+        Some(&wrong),
+    )
+    .await
+    .expect_err("wrong password");
     assert_eq!(s.code(), tonic::Code::Unauthenticated, "{s:?}");
     assert!(!s.message().is_empty());
 
@@ -135,14 +226,51 @@ async fn http3_bad_inputs() {
     let cfg = cfg();
     let auth = cfg.basic_auth();
     let mut h3 = H3Client::connect(&cfg).await.expect("HTTP/3");
-    let a = h3.post(EXECUTE, &[("content-type", "application/json"), ("authorization", &auth)], Bytes::from_static(b"{oops")).await.unwrap();
+    let a = h3
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            Bytes::from_static(b"{oops"),
+        )
+        .await
+        .unwrap();
     assert_connect_error(&a, 400, "invalid_argument", "HTTP/3 broken JSON");
-    let a = h3.post(EXECUTE, &[("content-type", "application/json")], Bytes::from_static(b"{}")).await.unwrap();
+    let a = h3
+        .post(
+            EXECUTE,
+            &[("content-type", "application/json")],
+            Bytes::from_static(b"{}"),
+        )
+        .await
+        .unwrap();
     assert_connect_error(&a, 401, "unauthenticated", "HTTP/3 no credentials");
-    let a = h3.post(EXECUTE, &[("content-type", "application/grpc"), ("authorization", &auth)], Bytes::from_static(&[0, 0, 0, 0, 9])).await.unwrap();
+    let a = h3
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/grpc"),
+                ("authorization", &auth),
+            ],
+            Bytes::from_static(&[0, 0, 0, 0, 9]),
+        )
+        .await
+        .unwrap();
     assert_grpc_error(&a, 3, "HTTP/3 gRPC frame longer than the body");
     // The same connection keeps working after the errors.
-    let a = h3.post(EXECUTE, &[("content-type", "application/json"), ("authorization", &auth)], Bytes::from_static(br#"{"query":"SELECT 2"}"#)).await.unwrap();
+    let a = h3
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            Bytes::from_static(br#"{"query":"SELECT 2"}"#),
+        )
+        .await
+        .unwrap();
     assert_eq!(a.status, 200);
     h3.close().await;
     still_serving().await;

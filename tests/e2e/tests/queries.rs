@@ -21,7 +21,11 @@ async fn select_one_every_way() {
         assert_eq!(qr.fields[0].r#type(), Type::Int32, "{way:?}");
         assert_eq!(qr.rows.len(), 1, "{way:?}");
         assert_eq!(cells(&qr.rows[0]), vec![Some(b"1".to_vec())], "{way:?}");
-        assert!(r.timing > 0.0 && r.timing < 10.0, "{way:?}: timing is seconds: {}", r.timing);
+        assert!(
+            r.timing > 0.0 && r.timing < 10.0,
+            "{way:?}: timing is seconds: {}",
+            r.timing
+        );
     }
 }
 
@@ -32,24 +36,64 @@ const COLUMNS: &[(&str, &str, Type, &[u8])] = &[
     ("si SMALLINT", "-300", Type::Int16, b"-300"),
     ("siu SMALLINT UNSIGNED", "65000", Type::Uint16, b"65000"),
     ("mi MEDIUMINT", "-8000000", Type::Int24, b"-8000000"),
-    ("miu MEDIUMINT UNSIGNED", "16000000", Type::Uint24, b"16000000"),
+    (
+        "miu MEDIUMINT UNSIGNED",
+        "16000000",
+        Type::Uint24,
+        b"16000000",
+    ),
     ("i INT", "-2000000000", Type::Int32, b"-2000000000"),
     ("iu INT UNSIGNED", "4000000000", Type::Uint32, b"4000000000"),
-    ("bi BIGINT", "-9000000000000000000", Type::Int64, b"-9000000000000000000"),
-    ("biu BIGINT UNSIGNED", "18000000000000000000", Type::Uint64, b"18000000000000000000"),
-    ("de DECIMAL(10,3)", "1234567.891", Type::Decimal, b"1234567.891"),
+    (
+        "bi BIGINT",
+        "-9000000000000000000",
+        Type::Int64,
+        b"-9000000000000000000",
+    ),
+    (
+        "biu BIGINT UNSIGNED",
+        "18000000000000000000",
+        Type::Uint64,
+        b"18000000000000000000",
+    ),
+    (
+        "de DECIMAL(10,3)",
+        "1234567.891",
+        Type::Decimal,
+        b"1234567.891",
+    ),
     ("fl FLOAT", "1.5", Type::Float32, b"1.5"),
     ("db DOUBLE", "2.25", Type::Float64, b"2.25"),
     ("dt DATE", "'2024-02-29'", Type::Date, b"2024-02-29"),
     ("tm TIME", "'-12:34:56'", Type::Time, b"-12:34:56"),
-    ("dtm DATETIME(6)", "'2024-02-29 12:34:56.123456'", Type::Datetime, b"2024-02-29 12:34:56.123456"),
-    ("ts TIMESTAMP NULL", "'2024-02-29 12:34:56'", Type::Timestamp, b"2024-02-29 12:34:56"),
+    (
+        "dtm DATETIME(6)",
+        "'2024-02-29 12:34:56.123456'",
+        Type::Datetime,
+        b"2024-02-29 12:34:56.123456",
+    ),
+    (
+        "ts TIMESTAMP NULL",
+        "'2024-02-29 12:34:56'",
+        Type::Timestamp,
+        b"2024-02-29 12:34:56",
+    ),
     ("yr YEAR", "2024", Type::Year, b"2024"),
     ("ch CHAR(5)", "'abc'", Type::Char, b"abc"),
-    ("vc VARCHAR(20)", "'h\u{e9}llo'", Type::Varchar, "h\u{e9}llo".as_bytes()),
+    (
+        "vc VARCHAR(20)",
+        "'h\u{e9}llo'",
+        Type::Varchar,
+        "h\u{e9}llo".as_bytes(),
+    ),
     ("tx TEXT", "'some text'", Type::Text, b"some text"),
     ("bn BINARY(4)", "'ab'", Type::Binary, b"ab\0\0"),
-    ("vb VARBINARY(8)", "x'0001ff'", Type::Varbinary, b"\x00\x01\xff"),
+    (
+        "vb VARBINARY(8)",
+        "x'0001ff'",
+        Type::Varbinary,
+        b"\x00\x01\xff",
+    ),
     ("bl BLOB", "x'000102'", Type::Blob, b"\x00\x01\x02"),
     ("en ENUM('a','b')", "'b'", Type::Enum, b"b"),
     ("st SET('x','y','z')", "'x,z'", Type::Set, b"x,z"),
@@ -60,15 +104,30 @@ const COLUMNS: &[(&str, &str, Type, &[u8])] = &[
 async fn every_common_type_every_way() {
     let t = unique("types");
     let defs: Vec<&str> = COLUMNS.iter().map(|c| c.0).collect();
-    let create = format!("CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, {}, js JSON)", defs.join(", "));
+    let create = format!(
+        "CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, {}, js JSON)",
+        defs.join(", ")
+    );
     result(&execute(Way::ConnectProtoH2, &create).await);
-    let names: Vec<&str> = COLUMNS.iter().map(|c| c.0.split(' ').next().unwrap()).collect();
+    let names: Vec<&str> = COLUMNS
+        .iter()
+        .map(|c| c.0.split(' ').next().unwrap())
+        .collect();
     let values: Vec<&str> = COLUMNS.iter().map(|c| c.1).collect();
-    let insert =
-        format!("INSERT INTO {t} ({}, js) VALUES ({}, '{{\"k\": [1, 2]}}')", names.join(", "), values.join(", "));
+    let insert = format!(
+        "INSERT INTO {t} ({}, js) VALUES ({}, '{{\"k\": [1, 2]}}')",
+        names.join(", "),
+        values.join(", ")
+    );
     let ins = execute(Way::ConnectProtoH2, &insert).await;
     assert_eq!(result(&ins).rows_affected, 1);
-    result(&execute(Way::ConnectProtoH2, &format!("INSERT INTO {t} (id) VALUES (NULL)")).await);
+    result(
+        &execute(
+            Way::ConnectProtoH2,
+            &format!("INSERT INTO {t} (id) VALUES (NULL)"),
+        )
+        .await,
+    );
 
     let select = format!("SELECT * FROM {t} ORDER BY id");
     let reference = result(&execute(Way::ConnectProtoH2, &select).await).clone();
@@ -92,7 +151,10 @@ async fn every_common_type_every_way() {
         assert_eq!(rows[0][i + 1].as_deref(), Some(*value), "value of {def}");
         assert_eq!(rows[1][i + 1], None, "NULL {def}");
         let binary = matches!(ty, Type::Binary | Type::Varbinary | Type::Blob);
-        let textual = matches!(ty, Type::Char | Type::Varchar | Type::Text | Type::Enum | Type::Set);
+        let textual = matches!(
+            ty,
+            Type::Char | Type::Varchar | Type::Text | Type::Enum | Type::Set
+        );
         if binary {
             assert_eq!(field.charset, 63, "charset of {def}");
         } else if textual {
@@ -101,27 +163,52 @@ async fn every_common_type_every_way() {
     }
     assert_eq!(f[1 + 10].decimals, 3, "DECIMAL(10,3) decimals");
     assert_ne!(f[2].flags & 32, 0, "UNSIGNED flag on tiu");
-    assert!(f[20].column_length >= 20, "VARCHAR(20) length: {}", f[20].column_length);
+    assert!(
+        f[20].column_length >= 20,
+        "VARCHAR(20) length: {}",
+        f[20].column_length
+    );
     // JSON: MySQL 8 reports JSON; MariaDB stores it as LONGTEXT with a binary
     // collation (BLOB by the binary flag) — either way a text charset.
     let js = f.last().unwrap();
-    assert!(matches!(js.r#type(), Type::Json | Type::Text | Type::Blob), "JSON column type {:?}", js.r#type());
+    assert!(
+        matches!(js.r#type(), Type::Json | Type::Text | Type::Blob),
+        "JSON column type {:?}",
+        js.r#type()
+    );
     assert_ne!(js.charset, 63);
-    assert_eq!(rows[0].last().unwrap().as_deref(), Some(&b"{\"k\": [1, 2]}"[..]));
+    assert_eq!(
+        rows[0].last().unwrap().as_deref(),
+        Some(&b"{\"k\": [1, 2]}"[..])
+    );
 }
 
 #[tokio::test]
 async fn insert_reports_rows_affected_and_insert_id() {
     let t = unique("ins");
-    result(&execute(Way::ConnectJsonH2, &format!("CREATE TABLE {t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)")).await);
+    result(
+        &execute(
+            Way::ConnectJsonH2,
+            &format!("CREATE TABLE {t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT)"),
+        )
+        .await,
+    );
     for (n, &way) in ALL_WAYS.iter().enumerate() {
         let r = execute(way, &format!("INSERT INTO {t} (v) VALUES (1), (2), (3)")).await;
         let qr = result(&r);
         assert_eq!(qr.rows_affected, 3, "{way:?}");
-        assert_eq!(qr.insert_id, (n as u64) * 3 + 1, "{way:?}: first id of the batch");
+        assert_eq!(
+            qr.insert_id,
+            (n as u64) * 3 + 1,
+            "{way:?}: first id of the batch"
+        );
         assert!(qr.fields.is_empty() && qr.rows.is_empty());
     }
-    let r = execute(Way::ConnectJsonH3, &format!("UPDATE {t} SET v = 9 WHERE v = 2")).await;
+    let r = execute(
+        Way::ConnectJsonH3,
+        &format!("UPDATE {t} SET v = 9 WHERE v = 2"),
+    )
+    .await;
     assert_eq!(result(&r).rows_affected, ALL_WAYS.len() as u64);
 }
 
@@ -129,17 +216,37 @@ async fn insert_reports_rows_affected_and_insert_id() {
 async fn sql_errors_come_back_in_the_error_field_every_way() {
     for &way in ALL_WAYS {
         let r = execute(way, "SELECT * FROM no_such_table_here").await;
-        let e = r.error.as_ref().unwrap_or_else(|| panic!("{way:?}: expected an error"));
-        assert!(e.message.contains("doesn't exist"), "{way:?}: {}", e.message);
-        assert!(e.message.contains("1146"), "{way:?}: errno in {}", e.message);
+        let e = r
+            .error
+            .as_ref()
+            .unwrap_or_else(|| panic!("{way:?}: expected an error"));
+        assert!(
+            e.message.contains("doesn't exist"),
+            "{way:?}: {}",
+            e.message
+        );
+        assert!(
+            e.message.contains("1146"),
+            "{way:?}: errno in {}",
+            e.message
+        );
         assert_ne!(e.code(), Code::Ok);
         let r = execute(way, "SELEKT 1").await;
         let e = r.error.as_ref().expect("syntax error");
         assert_eq!(e.code(), Code::InvalidArgument, "{way:?}: {}", e.message);
     }
     let t = unique("dup");
-    result(&execute(Way::GrpcH2, &format!("CREATE TABLE {t} (id INT PRIMARY KEY)")).await);
+    result(
+        &execute(
+            Way::GrpcH2,
+            &format!("CREATE TABLE {t} (id INT PRIMARY KEY)"),
+        )
+        .await,
+    );
     result(&execute(Way::GrpcH2, &format!("INSERT INTO {t} VALUES (1)")).await);
     let r = execute(Way::GrpcH2, &format!("INSERT INTO {t} VALUES (1)")).await;
-    assert_eq!(r.error.as_ref().expect("duplicate key").code(), Code::AlreadyExists);
+    assert_eq!(
+        r.error.as_ref().expect("duplicate key").code(),
+        Code::AlreadyExists
+    );
 }

@@ -12,7 +12,14 @@ async fn main() -> Result<(), ferry_e2e::BoxError> {
     let body = serde_json::json!({ "query": query }).to_string();
     let auth = cfg.basic_auth();
     let a = client
-        .post(EXECUTE, &[("content-type", "application/json"), ("authorization", &auth)], body.into())
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &auth),
+            ],
+            body.into(),
+        )
         .await?;
     eprintln!("{:?} {}", a.version, a.status);
     println!("{}", String::from_utf8_lossy(&a.body));

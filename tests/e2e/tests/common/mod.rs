@@ -18,8 +18,16 @@ pub fn cfg() -> Config {
 /// A table name no other test (or earlier run) uses.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("{prefix}_{}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed), nanos % 100_000)
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{prefix}_{}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        nanos % 100_000
+    )
 }
 
 /// The client forms Ferry serves, over the transports it serves them on.
@@ -53,7 +61,10 @@ pub fn grpc_frame(message: &[u8]) -> Vec<u8> {
 }
 
 pub fn grpc_unframe(body: &[u8]) -> &[u8] {
-    assert!(body.len() >= 5, "gRPC body shorter than a frame header: {body:?}");
+    assert!(
+        body.len() >= 5,
+        "gRPC body shorter than a frame header: {body:?}"
+    );
     assert_eq!(body[0], 0, "uncompressed frame");
     let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
     assert_eq!(body.len(), 5 + len, "exactly one frame");
@@ -66,30 +77,56 @@ pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
     let cfg = cfg();
     let auth = cfg.basic_auth();
     let json_body = serde_json::json!({ "query": query, "session": null }).to_string();
-    let proto_body = ExecuteRequest { query: query.into(), ..Default::default() }.encode_to_vec();
-    let json_headers = [("content-type", "application/json"), ("authorization", auth.as_str())];
-    let proto_headers = [("content-type", "application/proto"), ("authorization", auth.as_str())];
-    let grpc_headers =
-        [("content-type", "application/grpc"), ("te", "trailers"), ("authorization", auth.as_str())];
+    let proto_body = ExecuteRequest {
+        query: query.into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let json_headers = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let proto_headers = [
+        ("content-type", "application/proto"),
+        ("authorization", auth.as_str()),
+    ];
+    let grpc_headers = [
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+        ("authorization", auth.as_str()),
+    ];
     match way {
         Way::ConnectJsonH2 | Way::ConnectJsonH1 => {
-            let c = if way == Way::ConnectJsonH1 { ConnectClient::http1(&cfg) } else { ConnectClient::http2(&cfg) };
+            let c = if way == Way::ConnectJsonH1 {
+                ConnectClient::http1(&cfg)
+            } else {
+                ConnectClient::http2(&cfg)
+            };
             let a = c.post(EXECUTE, &json_headers, json_body.into_bytes()).await;
-            let want = if way == Way::ConnectJsonH1 { http::Version::HTTP_11 } else { http::Version::HTTP_2 };
+            let want = if way == Way::ConnectJsonH1 {
+                http::Version::HTTP_11
+            } else {
+                http::Version::HTTP_2
+            };
             assert_eq!(a.version, want);
             from_json(&a)
         }
         Way::ConnectProtoH2 => ConnectClient::http2(&cfg).execute_proto(query).await,
         Way::GrpcH2 => {
             let ch = grpc::channel(&cfg).await;
-            grpc::execute(ch, &cfg, query).await.unwrap_or_else(|s| panic!("gRPC status {s:?}"))
+            grpc::execute(ch, &cfg, query)
+                .await
+                .unwrap_or_else(|s| panic!("gRPC status {s:?}"))
         }
         Way::ConnectJsonH3 | Way::ConnectProtoH3 | Way::GrpcH3 => {
             let mut h3 = H3Client::connect(&cfg).await.expect("HTTP/3 connection");
             let a = match way {
                 Way::ConnectJsonH3 => h3.post(EXECUTE, &json_headers, json_body.into()).await,
                 Way::ConnectProtoH3 => h3.post(EXECUTE, &proto_headers, proto_body.into()).await,
-                _ => h3.post(EXECUTE, &grpc_headers, Bytes::from(grpc_frame(&proto_body))).await,
+                _ => {
+                    h3.post(EXECUTE, &grpc_headers, Bytes::from(grpc_frame(&proto_body)))
+                        .await
+                }
             }
             .expect("HTTP/3 request");
             h3.close().await;
@@ -103,8 +140,16 @@ pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
                 }
                 _ => {
                     assert_eq!(a.status, 200);
-                    assert!(a.header("content-type").unwrap_or("").starts_with("application/grpc"));
-                    assert_eq!(a.grpc_status(), Some((0, String::new())), "trailers: {:?}", a.trailers);
+                    assert!(a
+                        .header("content-type")
+                        .unwrap_or("")
+                        .starts_with("application/grpc"));
+                    assert_eq!(
+                        a.grpc_status(),
+                        Some((0, String::new())),
+                        "trailers: {:?}",
+                        a.trailers
+                    );
                     ExecuteResponse::decode(grpc_unframe(&a.body)).expect("proto answer")
                 }
             }
@@ -129,6 +174,10 @@ pub fn mariadb_root(sql: &str) -> String {
         .args(["-e", sql])
         .output()
         .expect("run the mariadb client");
-    assert!(out.status.success(), "mariadb: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "mariadb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }

@@ -1,0 +1,979 @@
+//! The exchange driven with byte vectors, as the host layer drives it.
+
+use super::*;
+use ferry_proto::psdb::v1alpha1::{
+    CloseSessionRequest, CloseSessionResponse, CreateSessionResponse, ExecuteRequest,
+    ExecuteResponse, Session, User,
+};
+use ferry_proto::vitess::query::{Field, QueryResult, Row, Type};
+use ferry_proto::vitess::vtrpc::{Code as VtCode, RpcError};
+use prost::Message;
+use serde_json::{json, Value};
+
+const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";
+const CREATE_SESSION: &str = "/psdb.v1alpha1.Database/CreateSession";
+const CLOSE_SESSION: &str = "/psdb.v1alpha1.Database/CloseSession";
+/// `user:pass`
+const AUTH: &str = "Basic dXNlcjpwYXNz";
+
+fn limits() -> Limits {
+    Limits {
+        max_request_bytes: 1000,
+        max_response_bytes: 2000,
+    }
+}
+
+fn head(path: &str, content_type: &str) -> RequestHead {
+    RequestHead {
+        method: Some("POST".into()),
+        path: Some(path.into()),
+        content_type: Some(content_type.into()),
+        authorization: Some(AUTH.into()),
+        ..RequestHead::default()
+    }
+}
+
+fn framed(message: &[u8]) -> Vec<u8> {
+    let mut body = grpc::frame_header(message.len()).unwrap().to_vec();
+    body.extend_from_slice(message);
+    body
+}
+
+fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+/// Runs a request head (with a body to follow) and returns the exchange and the step.
+fn start(head: &RequestHead) -> (Exchange, RequestHeadersStep) {
+    let mut ex = Exchange::new(limits());
+    let step = ex.on_request_headers(head, false);
+    (ex, step)
+}
+
+/// Sends `body` through a buffering exchange in one chunk; the canonical body or the reply.
+fn send(head: &RequestHead, body: &[u8]) -> Result<Vec<u8>, Reply> {
+    let (mut ex, step) = start(head);
+    if let RequestHeadersStep::Reply(reply) = step {
+        return Err(reply);
+    }
+    match ex.on_request_body(body.len(), true) {
+        RequestBodyStep::Read => ex
+            .finish_request(body.to_vec())
+            .map(|p| p.as_slice().to_vec()),
+        RequestBodyStep::Reply(reply) => Err(reply),
+        other => panic!("expected Read, got {other:?}"),
+    }
+}
+
+fn reply_of_headers(head: &RequestHead) -> Reply {
+    match start(head).1 {
+        RequestHeadersStep::Reply(reply) => reply,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+/// A Connect error reply's (HTTP status, code, message).
+fn connect_error(reply: &Reply) -> (u16, String, String) {
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    let body = json_of(&reply.body);
+    (
+        reply.status,
+        body["code"].as_str().unwrap().into(),
+        body["message"].as_str().unwrap_or("").into(),
+    )
+}
+
+/// A trailers-only gRPC error reply's (grpc-status, grpc-message).
+fn grpc_error(reply: &Reply) -> (u32, String) {
+    assert_eq!(reply.status, 200);
+    assert!(reply.body.is_empty());
+    assert!(reply
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/grpc"));
+    (
+        reply.header("grpc-status").unwrap().parse().unwrap(),
+        reply.header("grpc-message").unwrap_or("").into(),
+    )
+}
+
+// ----- request: conversions -----
+
+#[test]
+fn connect_json_execute_becomes_canonical_proto() {
+    let (_, step) = start(&head(EXECUTE, "application/json"));
+    let RequestHeadersStep::Forward(edits) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(edits.get("content-type"), Some("application/proto"));
+    assert_eq!(edits.get("x-ferry-rpc"), Some("Execute"));
+    assert_eq!(edits.get("x-ferry-protocol"), Some("connect-json"));
+    for removed in [
+        "content-length",
+        "te",
+        "grpc-encoding",
+        "grpc-accept-encoding",
+        "accept-encoding",
+    ] {
+        assert!(edits.remove.contains(&removed), "{removed}");
+    }
+    assert!(!edits.remove.contains(&"authorization"));
+
+    // database-js: null session, unknown fields ignored.
+    let body = br#"{"query":"SELECT 1","session":null,"somethingNew":{"x":1}}"#;
+    let proto = send(&head(EXECUTE, "application/json; charset=utf-8"), body).unwrap();
+    let req = ExecuteRequest::decode(&proto[..]).unwrap();
+    assert_eq!(req.query, "SELECT 1");
+    assert!(req.session.is_none());
+
+    let with_session = json!({
+        "query": "COMMIT",
+        "session": {"signature": "c2ln", "vitessSession": {"inTransaction": true, "autocommit": true}}
+    });
+    let proto = send(
+        &head(EXECUTE, "application/json"),
+        with_session.to_string().as_bytes(),
+    )
+    .unwrap();
+    let req = ExecuteRequest::decode(&proto[..]).unwrap();
+    let session = req.session.unwrap();
+    assert_eq!(session.signature, b"sig");
+    assert!(session.vitess_session.unwrap().in_transaction);
+}
+
+#[test]
+fn connect_json_create_and_close_session() {
+    let proto = send(&head(CREATE_SESSION, "application/json"), b"{}").unwrap();
+    assert!(proto.is_empty(), "CreateSessionRequest is empty");
+    let body = br#"{"session":{"signature":"AQI="}}"#;
+    let proto = send(&head(CLOSE_SESSION, "application/json"), body).unwrap();
+    let req = CloseSessionRequest::decode(&proto[..]).unwrap();
+    assert_eq!(req.session.unwrap().signature, vec![1, 2]);
+}
+
+#[test]
+fn connect_proto_streams_untouched() {
+    let (mut ex, step) = start(&head(EXECUTE, "application/proto"));
+    let RequestHeadersStep::Forward(edits) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(edits.get("x-ferry-protocol"), Some("connect-proto"));
+    assert!(
+        !edits.remove.contains(&"content-length"),
+        "the body is not rewritten"
+    );
+    assert_eq!(ex.on_request_body(400, false), RequestBodyStep::Continue);
+    assert_eq!(ex.on_request_body(400, true), RequestBodyStep::Continue);
+    assert_eq!(
+        ex.on_request_body(0, true),
+        RequestBodyStep::Continue,
+        "done: passes"
+    );
+}
+
+#[test]
+fn connect_proto_without_body_is_an_empty_message() {
+    let mut ex = Exchange::new(limits());
+    let step = ex.on_request_headers(&head(CREATE_SESSION, "application/proto"), true);
+    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+}
+
+#[test]
+fn grpc_proto_drops_the_frame_header_without_copying() {
+    let msg = ExecuteRequest {
+        query: "SELECT 2".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    for ct in ["application/grpc", "application/grpc+proto"] {
+        let (_, step) = start(&head(EXECUTE, ct));
+        let RequestHeadersStep::Forward(edits) = step else {
+            panic!("{step:?}")
+        };
+        assert_eq!(edits.get("x-ferry-protocol"), Some("grpc-proto"));
+        assert_eq!(send(&head(EXECUTE, ct), &framed(&msg)).unwrap(), msg);
+    }
+    // The payload is a view into the body the host handed over.
+    let (mut ex, _) = start(&head(EXECUTE, "application/grpc"));
+    let body = framed(&msg);
+    let ptr = body.as_ptr();
+    assert_eq!(ex.on_request_body(body.len(), true), RequestBodyStep::Read);
+    let payload = ex.finish_request(body).unwrap();
+    assert_eq!(payload.as_slice().as_ptr(), ptr.wrapping_add(5));
+}
+
+#[test]
+fn grpc_json_is_unframed_and_encoded() {
+    let proto = send(
+        &head(EXECUTE, "application/grpc+json"),
+        &framed(br#"{"query":"SELECT 3"}"#),
+    )
+    .unwrap();
+    assert_eq!(
+        ExecuteRequest::decode(&proto[..]).unwrap().query,
+        "SELECT 3"
+    );
+}
+
+#[test]
+fn buffered_request_waits_for_the_end() {
+    let (mut ex, _) = start(&head(EXECUTE, "application/json"));
+    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
+    assert_eq!(ex.on_request_body(20, false), RequestBodyStep::Wait);
+    assert_eq!(ex.on_request_body(30, true), RequestBodyStep::Read);
+}
+
+#[test]
+fn request_trailers_end_a_buffered_body() {
+    let (mut ex, _) = start(&head(EXECUTE, "application/grpc"));
+    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
+    assert_eq!(ex.on_request_trailers(), RequestBodyStep::Read);
+    let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
+    assert_eq!(ex.on_request_trailers(), RequestBodyStep::Continue);
+}
+
+// ----- request: refusals -----
+
+#[test]
+fn unknown_paths_are_unimplemented_404() {
+    for path in [
+        "/psdb.v1alpha1.Database/StreamExecute",
+        "/psdb.v1alpha1.Database/Prepare",
+        "/nope",
+    ] {
+        let (status, code, message) =
+            connect_error(&reply_of_headers(&head(path, "application/json")));
+        assert_eq!((status, code.as_str()), (404, "unimplemented"), "{path}");
+        assert!(message.contains(path), "{message}");
+        let (status, _) = grpc_error(&reply_of_headers(&head(path, "application/grpc")));
+        assert_eq!(status, 12);
+    }
+    // Unknown content type too: the path is checked first.
+    let (status, ..) = connect_error(&reply_of_headers(&head("/nope", "text/plain")));
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn wrong_method_is_405() {
+    let mut h = head(EXECUTE, "application/json");
+    h.method = Some("GET".into());
+    let reply = reply_of_headers(&h);
+    assert_eq!(reply.header("allow"), Some("POST"));
+    let (status, code, _) = connect_error(&reply);
+    assert_eq!((status, code.as_str()), (405, "unimplemented"));
+}
+
+#[test]
+fn content_types() {
+    let mut missing = head(EXECUTE, "");
+    missing.content_type = None;
+    let reply = reply_of_headers(&missing);
+    assert_eq!(reply.header("accept-post"), Some(protocol::ACCEPTED));
+    assert_eq!(
+        connect_error(&reply),
+        (
+            415,
+            "invalid_argument".into(),
+            "missing content-type".into()
+        )
+    );
+
+    let reply = reply_of_headers(&head(EXECUTE, "text/plain"));
+    assert_eq!(
+        connect_error(&reply),
+        (
+            415,
+            "invalid_argument".into(),
+            "unsupported content-type \"text/plain\"".into()
+        )
+    );
+    let reply = reply_of_headers(&head(EXECUTE, "application/grpc-web+proto"));
+    assert_eq!(
+        connect_error(&reply),
+        (
+            415,
+            "unimplemented".into(),
+            "gRPC-Web is not supported yet".into()
+        )
+    );
+    let reply = reply_of_headers(&head(EXECUTE, "application/connect+json"));
+    assert_eq!(connect_error(&reply).1, "unimplemented");
+}
+
+#[test]
+fn compression_other_than_identity_is_unimplemented() {
+    let mut h = head(EXECUTE, "application/json");
+    h.content_encoding = Some("gzip".into());
+    let (status, code, message) = connect_error(&reply_of_headers(&h));
+    assert_eq!((status, code.as_str()), (501, "unimplemented"));
+    assert_eq!(
+        message,
+        "content-encoding \"gzip\" is not supported yet (identity only)"
+    );
+    h.content_encoding = Some("identity".into());
+    assert!(matches!(start(&h).1, RequestHeadersStep::Forward(_)));
+
+    let mut h = head(EXECUTE, "application/grpc");
+    h.grpc_encoding = Some("gzip".into());
+    assert_eq!(grpc_error(&reply_of_headers(&h)).0, 12);
+    // A compressed frame without grpc-encoding.
+    let reply = send(&head(EXECUTE, "application/grpc"), &[1, 0, 0, 0, 0]).unwrap_err();
+    assert_eq!(
+        grpc_error(&reply),
+        (12, "compressed gRPC messages are not supported yet".into())
+    );
+}
+
+#[test]
+fn credentials_are_required() {
+    for auth in [
+        None,
+        Some("Bearer x"),
+        Some("Basic %%%"),
+        Some("Basic dXNlcg=="),
+    ] {
+        let mut h = head(EXECUTE, "application/json");
+        h.authorization = auth.map(Into::into);
+        let (status, code, _) = connect_error(&reply_of_headers(&h));
+        assert_eq!(
+            (status, code.as_str()),
+            (401, "unauthenticated"),
+            "{auth:?}"
+        );
+        let mut h = head(EXECUTE, "application/grpc");
+        h.authorization = auth.map(Into::into);
+        assert_eq!(grpc_error(&reply_of_headers(&h)).0, 16);
+    }
+}
+
+#[test]
+fn oversized_requests_are_refused_early() {
+    // Declared.
+    let mut h = head(EXECUTE, "application/json");
+    h.content_length = Some("1001".into());
+    let (status, code, message) = connect_error(&reply_of_headers(&h));
+    assert_eq!((status, code.as_str()), (429, "resource_exhausted"));
+    assert_eq!(message, "request body is larger than the 1000-byte limit");
+    h.content_type = Some("application/grpc".into());
+    assert_eq!(grpc_error(&reply_of_headers(&h)).0, 8);
+    h.content_length = Some("1000".into());
+    assert!(matches!(start(&h).1, RequestHeadersStep::Forward(_)));
+
+    // Arriving, before the end of the body.
+    let (mut ex, _) = start(&head(EXECUTE, "application/json"));
+    assert_eq!(ex.on_request_body(600, false), RequestBodyStep::Wait);
+    let RequestBodyStep::Reply(reply) = ex.on_request_body(1001, false) else {
+        panic!()
+    };
+    assert_eq!(connect_error(&reply).0, 429);
+    // The exchange is over: the local reply passes on its way out.
+    assert_eq!(ex.on_request_body(1500, true), RequestBodyStep::Continue);
+    let resp = ResponseHead {
+        status: Some("429".into()),
+        content_type: Some("application/json".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        ex.on_response_headers(&resp, false),
+        ResponseHeadersStep::Forward(HeaderEdits::default())
+    );
+    assert_eq!(ex.on_response_body(100, true), ResponseBodyStep::Continue);
+
+    // Streaming (Connect proto): counted across chunks.
+    let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
+    assert_eq!(ex.on_request_body(600, false), RequestBodyStep::Continue);
+    let RequestBodyStep::Reply(reply) = ex.on_request_body(401, true) else {
+        panic!()
+    };
+    assert_eq!(connect_error(&reply).1, "resource_exhausted");
+}
+
+#[test]
+fn malformed_bodies_are_invalid_argument() {
+    let json = |path: &str, body: &[u8]| {
+        connect_error(&send(&head(path, "application/json"), body).unwrap_err())
+    };
+    let (status, code, message) = json(EXECUTE, b"{\"query\": ");
+    assert_eq!((status, code.as_str()), (400, "invalid_argument"));
+    assert!(
+        message.starts_with("invalid Execute request: invalid JSON: EOF while parsing"),
+        "{message}"
+    );
+    assert!(json(EXECUTE, br#"{"query": 5}"#).2.contains("invalid type"));
+    assert!(json(EXECUTE, br#"{"query": "x"} trailing"#)
+        .2
+        .contains("trailing characters"));
+    assert!(json(CREATE_SESSION, b"").2.contains("EOF while parsing"));
+    assert!(json(CLOSE_SESSION, b"[]")
+        .2
+        .starts_with("invalid CloseSession request"));
+
+    let grpc = |ct: &str, body: &[u8]| grpc_error(&send(&head(EXECUTE, ct), body).unwrap_err());
+    assert_eq!(
+        grpc("application/grpc", b""),
+        (3, "missing gRPC message: the request body is empty".into())
+    );
+    assert_eq!(grpc("application/grpc", &[0, 0]).0, 3);
+    assert_eq!(
+        grpc("application/grpc", &[0, 0, 0, 0, 4, 1]).1,
+        "truncated gRPC message: the frame declares 4 bytes, 1 arrived"
+    );
+    let mut two = framed(b"");
+    two.extend(framed(b""));
+    assert_eq!(
+        grpc("application/grpc", &two).1,
+        "more than one message in a unary gRPC request"
+    );
+    assert_eq!(
+        grpc("application/grpc", &[0, 0, 0, 0, 0, 9]).1,
+        "1 trailing bytes after the gRPC message"
+    );
+    // A frame whose message is not an ExecuteRequest (field 2 claims 5 bytes, has 1).
+    let (status, message) = grpc("application/grpc+proto", &framed(&[0x12, 0x05, b'x']));
+    assert_eq!(status, 3);
+    assert!(
+        message.starts_with("invalid Execute request: invalid protobuf:"),
+        "{message}"
+    );
+    assert_eq!(grpc("application/grpc+json", &framed(b"{")).0, 3);
+}
+
+#[test]
+fn missing_bodies() {
+    let mut ex = Exchange::new(limits());
+    let RequestHeadersStep::Reply(reply) =
+        ex.on_request_headers(&head(EXECUTE, "application/json"), true)
+    else {
+        panic!()
+    };
+    assert_eq!(connect_error(&reply).1, "invalid_argument");
+    let mut ex = Exchange::new(limits());
+    let RequestHeadersStep::Reply(reply) =
+        ex.on_request_headers(&head(EXECUTE, "application/grpc"), true)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        grpc_error(&reply),
+        (3, "missing gRPC message: the request body is empty".into())
+    );
+}
+
+// ----- response -----
+
+fn response(status: &str, content_type: &str) -> ResponseHead {
+    ResponseHead {
+        status: Some(status.into()),
+        content_type: Some(content_type.into()),
+        content_length: None,
+    }
+}
+
+/// An exchange whose request (`content_type`) has been forwarded.
+fn forwarded(path: &str, content_type: &str) -> Exchange {
+    let (mut ex, step) = start(&head(path, content_type));
+    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    let body: &[u8] = match content_type {
+        "application/proto" => return ex,
+        "application/grpc+json" => &[0, 0, 0, 0, 2, b'{', b'}'],
+        "application/json" => b"{}",
+        _ => &[0, 0, 0, 0, 0],
+    };
+    assert_eq!(ex.on_request_body(body.len(), true), RequestBodyStep::Read);
+    ex.finish_request(body.to_vec()).unwrap();
+    ex
+}
+
+/// Drives a response with a body through an exchange: the header edits and the edit
+/// that completes the body.
+fn respond(ex: &mut Exchange, head: &ResponseHead, body: &[u8]) -> (HeaderEdits, ResponseEdit) {
+    let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(head, false) else {
+        panic!("expected Forward")
+    };
+    assert!(edits.remove.contains(&"content-length"));
+    let edit = match ex.on_response_body(body.len(), true) {
+        ResponseBodyStep::Read(max) => ex.finish_response(body.get(..max).unwrap_or(body)).unwrap(),
+        ResponseBodyStep::Finish(edit) => edit,
+        other => panic!("{other:?}"),
+    };
+    (edits, edit)
+}
+
+fn replaced(edit: &ResponseEdit) -> &[u8] {
+    match &edit.body {
+        BodyEdit::Replace(body) => body,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn ok_trailers() -> Vec<Header> {
+    vec![("grpc-status", "0".to_owned())]
+}
+
+fn execute_response() -> ExecuteResponse {
+    ExecuteResponse {
+        session: Some(Session {
+            signature: b"sig".to_vec(),
+            vitess_session: None,
+        }),
+        result: Some(QueryResult {
+            fields: vec![
+                Field {
+                    name: "id".into(),
+                    r#type: Type::Int64 as i32,
+                    column_length: 20,
+                    ..Default::default()
+                },
+                Field {
+                    name: "n".into(),
+                    ..Default::default()
+                },
+            ],
+            rows_affected: 3,
+            insert_id: 7,
+            rows: vec![Row {
+                lengths: vec![1, -1],
+                values: b"1".to_vec(),
+            }],
+            ..Default::default()
+        }),
+        error: None,
+        timing: 0.25,
+    }
+}
+
+#[test]
+fn connect_proto_success_passes_untouched() {
+    let mut ex = forwarded(EXECUTE, "application/proto");
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+    assert_eq!(ex.on_response_body(100, false), ResponseBodyStep::Continue);
+    assert_eq!(
+        ex.on_response_body(5000, true),
+        ResponseBodyStep::Continue,
+        "streams: no limit"
+    );
+}
+
+#[test]
+fn connect_json_success_is_protojson() {
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let (edits, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &execute_response().encode_to_vec(),
+    );
+    assert_eq!(edits.get(":status"), None);
+    assert_eq!(edits.get("content-type"), Some("application/json"));
+    assert!(edit.trailers.is_empty());
+    let v = json_of(replaced(&edit));
+    assert_eq!(v["session"]["signature"], "c2ln");
+    let r = &v["result"];
+    assert_eq!(r["rowsAffected"], "3");
+    assert_eq!(r["insertId"], "7");
+    assert_eq!(r["fields"][0]["type"], "INT64");
+    assert_eq!(r["fields"][0]["columnLength"], 20);
+    assert!(r["fields"][1].get("type").is_none());
+    assert_eq!(r["rows"][0]["lengths"], json!(["1", "-1"]));
+    assert_eq!(r["rows"][0]["values"], "MQ==");
+    assert_eq!(v["timing"], 0.25);
+    assert!(v.get("error").is_none());
+}
+
+#[test]
+fn json_round_trips_for_every_rpc() {
+    let mut ex = forwarded(CREATE_SESSION, "application/json");
+    let resp = CreateSessionResponse {
+        branch: "main".into(),
+        user: Some(User {
+            username: "u".into(),
+            psid: "p".into(),
+            role: 2,
+        }),
+        session: Some(Session {
+            signature: vec![0xff],
+            vitess_session: None,
+        }),
+    };
+    let (_, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &resp.encode_to_vec(),
+    );
+    assert_eq!(
+        json_of(replaced(&edit)),
+        json!({"branch": "main", "user": {"username": "u", "psid": "p", "role": "readwriter"},
+               "session": {"signature": "/w=="}})
+    );
+
+    let mut ex = forwarded(CLOSE_SESSION, "application/json");
+    let resp = CloseSessionResponse {
+        session: Some(Session {
+            signature: vec![1],
+            vitess_session: None,
+        }),
+        error: None,
+    };
+    let (_, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &resp.encode_to_vec(),
+    );
+    assert_eq!(replaced(&edit), br#"{"session":{"signature":"AQ=="}}"#);
+}
+
+#[test]
+fn sql_errors_are_successes() {
+    let resp = ExecuteResponse {
+        error: Some(RpcError {
+            message: "syntax error".into(),
+            code: VtCode::InvalidArgument as i32,
+        }),
+        ..Default::default()
+    };
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let (edits, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &resp.encode_to_vec(),
+    );
+    assert_eq!(edits.get(":status"), None);
+    assert_eq!(
+        json_of(replaced(&edit))["error"],
+        json!({"message": "syntax error", "code": "INVALID_ARGUMENT"})
+    );
+
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let (_, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &resp.encode_to_vec(),
+    );
+    assert_eq!(edit.trailers, ok_trailers());
+}
+
+#[test]
+fn grpc_proto_success_prepends_a_frame_header_and_adds_trailers() {
+    for ct in ["application/grpc", "application/grpc+proto"] {
+        let mut ex = forwarded(EXECUTE, ct);
+        let body = execute_response().encode_to_vec();
+        let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &body);
+        assert_eq!(edits.get(":status"), None);
+        assert_eq!(
+            edits.get("content-type"),
+            Some(ct),
+            "echoes the request's media type"
+        );
+        assert_eq!(
+            edit.body,
+            BodyEdit::Prepend(grpc::frame_header(body.len()).unwrap())
+        );
+        assert_eq!(edit.trailers, ok_trailers());
+    }
+}
+
+#[test]
+fn grpc_json_success_is_framed_protojson() {
+    let mut ex = forwarded(EXECUTE, "application/grpc+json");
+    let (edits, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &execute_response().encode_to_vec(),
+    );
+    assert_eq!(edits.get("content-type"), Some("application/grpc+json"));
+    let body = replaced(&edit);
+    let range = grpc::unframe(body).unwrap();
+    assert_eq!(json_of(&body[range])["result"]["rowsAffected"], "3");
+    assert_eq!(edit.trailers, ok_trailers());
+}
+
+#[test]
+fn shim_connect_errors_pass_to_connect_clients() {
+    for ct in ["application/json", "application/proto"] {
+        let mut ex = forwarded(EXECUTE, ct);
+        let step = ex.on_response_headers(&response("401", "application/json"), false);
+        assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+        assert_eq!(ex.on_response_body(50, true), ResponseBodyStep::Continue);
+    }
+}
+
+#[test]
+fn shim_connect_errors_become_grpc_statuses() {
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let body = br#"{"code":"unauthenticated","message":"access denied for user 'x'@'%'"}"#;
+    let (edits, edit) = respond(&mut ex, &response("401", "application/json"), body);
+    assert_eq!(edits.get(":status"), Some("200"));
+    assert_eq!(edits.get("content-type"), Some("application/grpc"));
+    assert_eq!(edit.body, BodyEdit::Replace(Vec::new()));
+    assert_eq!(
+        edit.trailers,
+        vec![
+            ("grpc-status", "16".to_owned()),
+            (
+                "grpc-message",
+                "access denied for user 'x'@'%25'".to_owned()
+            )
+        ]
+    );
+    // Not a Connect error after all: from the HTTP status.
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let (_, edit) = respond(&mut ex, &response("403", "application/json"), b"[1]");
+    assert_eq!(edit.trailers[0], ("grpc-status", "7".to_owned()));
+}
+
+#[test]
+fn other_answers_become_errors_from_their_http_status() {
+    let cases = [
+        ("503", "no healthy upstream", "unavailable", 503, 14),
+        ("504", "upstream request timeout", "unavailable", 503, 14),
+        ("502", "", "unavailable", 503, 14),
+        ("404", "not here", "unimplemented", 501, 12),
+        ("400", "bad", "internal", 500, 13),
+        ("500", "oops", "unknown", 500, 2),
+    ];
+    for (status, text, code, http, grpc_status) in cases {
+        let expected = if text.is_empty() {
+            format!("upstream answered HTTP {status}")
+        } else {
+            format!("upstream answered HTTP {status}: {text}")
+        };
+        for ct in ["application/json", "application/proto"] {
+            let mut ex = forwarded(EXECUTE, ct);
+            let (edits, edit) = respond(&mut ex, &response(status, "text/plain"), text.as_bytes());
+            let http_string = http.to_string();
+            let new_status = (http_string != status).then_some(http_string.as_str());
+            assert_eq!(edits.get(":status"), new_status, "{status}");
+            assert_eq!(edits.get("content-type"), Some("application/json"));
+            let v = json_of(replaced(&edit));
+            assert_eq!(v["code"], code);
+            assert_eq!(v["message"], expected);
+        }
+        let mut ex = forwarded(EXECUTE, "application/grpc+proto");
+        let (edits, edit) = respond(&mut ex, &response(status, "text/plain"), text.as_bytes());
+        assert_eq!(edits.get(":status"), Some("200"));
+        assert_eq!(edits.get("content-type"), Some("application/grpc+proto"));
+        assert_eq!(edit.trailers[0], ("grpc-status", grpc_status.to_string()));
+        assert_eq!(
+            edit.trailers.get(1).map(|(_, m)| m.as_str()),
+            Some(expected.as_str())
+        );
+    }
+    // 200 with the wrong content type.
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let (edits, edit) = respond(
+        &mut ex,
+        &response("200", "text/html"),
+        b"<html>\n<body>hi</body>",
+    );
+    assert_eq!(edits.get(":status"), Some("500"));
+    assert_eq!(
+        json_of(replaced(&edit))["message"],
+        "upstream answered HTTP 200: <html> <body>hi</body>"
+    );
+}
+
+#[test]
+fn only_the_start_of_a_foreign_error_body_is_read() {
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let _ = ex.on_response_headers(&response("503", "text/html"), false);
+    assert_eq!(ex.on_response_body(1500, true), ResponseBodyStep::Read(200));
+}
+
+#[test]
+fn envoy_grpc_answers_pass_to_grpc_clients() {
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let step = ex.on_response_headers(&response("200", "application/grpc"), true);
+    assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+}
+
+#[test]
+fn malformed_shim_responses() {
+    // Connect: the 200 is out, so the stream is reset.
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let _ = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert_eq!(ex.on_response_body(2, true), ResponseBodyStep::Read(2));
+    let Err(Reset(reason)) = ex.finish_response(&[0x12, 0x05]) else {
+        panic!()
+    };
+    assert!(reason.starts_with("the shim's Execute response is not valid: invalid protobuf"));
+    // gRPC: an internal status in the trailers.
+    let mut ex = forwarded(EXECUTE, "application/grpc+json");
+    let (_, edit) = respond(
+        &mut ex,
+        &response("200", "application/proto"),
+        &[0x12, 0x05],
+    );
+    assert_eq!(edit.body, BodyEdit::Replace(Vec::new()));
+    assert_eq!(edit.trailers[0], ("grpc-status", "13".to_owned()));
+}
+
+#[test]
+fn declared_oversized_responses_are_replaced_before_their_headers_go_out() {
+    for ct in ["application/proto", "application/json"] {
+        let mut ex = forwarded(EXECUTE, ct);
+        let mut resp = response("200", "application/proto");
+        resp.content_length = Some("2001".into());
+        let ResponseHeadersStep::Reply(reply) = ex.on_response_headers(&resp, false) else {
+            panic!()
+        };
+        let (status, code, message) = connect_error(&reply);
+        assert_eq!((status, code.as_str()), (429, "resource_exhausted"));
+        assert_eq!(message, "response body is larger than the 2000-byte limit");
+        assert_eq!(
+            ex.on_response_body(3000, true),
+            ResponseBodyStep::Continue,
+            "answered"
+        );
+    }
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let mut resp = response("200", "application/proto");
+    resp.content_length = Some("2001".into());
+    let ResponseHeadersStep::Reply(reply) = ex.on_response_headers(&resp, false) else {
+        panic!()
+    };
+    assert_eq!(grpc_error(&reply).0, 8);
+}
+
+#[test]
+fn growing_oversized_responses() {
+    // gRPC: the rest is discarded and the status says why.
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let _ = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert_eq!(ex.on_response_body(2000, false), ResponseBodyStep::Wait);
+    assert_eq!(ex.on_response_body(2001, false), ResponseBodyStep::Discard);
+    assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(10, true) else {
+        panic!()
+    };
+    assert_eq!(edit.body, BodyEdit::Replace(Vec::new()));
+    assert_eq!(
+        edit.trailers,
+        vec![
+            ("grpc-status", "8".to_owned()),
+            (
+                "grpc-message",
+                "response body is larger than the 2000-byte limit".to_owned()
+            )
+        ]
+    );
+    // Upstream trailers end an overflowed body the same way.
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let _ = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert_eq!(ex.on_response_body(2001, false), ResponseBodyStep::Discard);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_trailers() else {
+        panic!()
+    };
+    assert_eq!(edit.trailers[0], ("grpc-status", "8".to_owned()));
+    assert_eq!(ex.on_response_trailers(), ResponseBodyStep::Continue);
+    // Connect success: a 200 is out; only a reset is left.
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let _ = ex.on_response_headers(&response("200", "application/proto"), false);
+    let ResponseBodyStep::Reset(reason) = ex.on_response_body(2001, false) else {
+        panic!()
+    };
+    assert_eq!(reason, "response body is larger than the 2000-byte limit");
+    assert_eq!(
+        ex.on_response_body(10, true),
+        ResponseBodyStep::Continue,
+        "answered"
+    );
+    // Connect error from an HTTP status: the error stands, without a quote.
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let _ = ex.on_response_headers(&response("503", "text/html"), false);
+    assert_eq!(ex.on_response_body(2001, false), ResponseBodyStep::Discard);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(1, true) else {
+        panic!()
+    };
+    assert_eq!(
+        json_of(replaced(&edit))["message"],
+        "upstream answered HTTP 503"
+    );
+}
+
+#[test]
+fn headers_only_answers() {
+    // Connect JSON + an empty message with no body: the whole answer is replaced.
+    let mut ex = forwarded(CLOSE_SESSION, "application/json");
+    let ResponseHeadersStep::Reply(reply) =
+        ex.on_response_headers(&response("200", "application/proto"), true)
+    else {
+        panic!()
+    };
+    assert_eq!((reply.status, reply.body.as_slice()), (200, &b"{}"[..]));
+    assert_eq!(
+        reply.headers,
+        vec![("content-type", "application/json".to_owned())]
+    );
+
+    // A bodiless foreign error to a Connect client.
+    let mut ex = forwarded(EXECUTE, "application/proto");
+    let ResponseHeadersStep::Reply(reply) =
+        ex.on_response_headers(&response("504", "text/plain"), true)
+    else {
+        panic!()
+    };
+    assert_eq!(
+        connect_error(&reply),
+        (
+            503,
+            "unavailable".into(),
+            "upstream answered HTTP 504".into()
+        )
+    );
+
+    // gRPC errors become trailers-only answers by editing the headers.
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let ResponseHeadersStep::Forward(edits) =
+        ex.on_response_headers(&response("401", "application/json"), true)
+    else {
+        panic!()
+    };
+    assert_eq!(edits.get(":status"), Some("200"));
+    assert_eq!(edits.get("content-type"), Some("application/grpc"));
+    assert_eq!(edits.get("grpc-status"), Some("16"));
+    assert_eq!(
+        edits.get("grpc-message"),
+        Some("upstream answered HTTP 401")
+    );
+
+    // A gRPC message cannot be added to a headers-only answer: a clear internal error.
+    let mut ex = forwarded(CLOSE_SESSION, "application/grpc");
+    let ResponseHeadersStep::Forward(edits) =
+        ex.on_response_headers(&response("200", "application/proto"), true)
+    else {
+        panic!()
+    };
+    assert_eq!(edits.get("grpc-status"), Some("13"));
+    assert!(edits.get("grpc-message").unwrap().contains("headers only"));
+}
+
+#[test]
+fn response_trailers_end_a_held_body() {
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let _ = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Wait);
+    assert_eq!(ex.on_response_trailers(), ResponseBodyStep::Read(2000));
+    let edit = ex.finish_response(&[0x12, 0x01, b'x']).unwrap();
+    assert_eq!(edit.body, BodyEdit::Prepend([0, 0, 0, 0, 3]));
+}
+
+#[test]
+fn host_failures_answer_internal_in_the_clients_protocol() {
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let reply = ex.fail("boom").unwrap();
+    assert_eq!(grpc_error(&reply), (13, "boom".into()));
+    assert!(ex.fail("again").is_none());
+    assert!(Exchange::new(limits()).fail("x").is_none());
+}
+
+#[test]
+fn callbacks_without_a_call_pass() {
+    let mut ex = Exchange::new(limits());
+    assert_eq!(ex.on_request_body(5, true), RequestBodyStep::Continue);
+    assert_eq!(
+        ex.on_response_headers(&response("200", "text/plain"), false),
+        ResponseHeadersStep::Forward(HeaderEdits::default())
+    );
+    assert_eq!(ex.on_response_body(5, true), ResponseBodyStep::Continue);
+    assert_eq!(ex.on_response_trailers(), ResponseBodyStep::Continue);
+}

@@ -1,0 +1,98 @@
+//! The RPCs the filter serves: one table row per RPC with its path and the codec
+//! functions for its request and response messages. Serving another unary RPC
+//! (e.g. `Prepare`) is one more row.
+
+use ferry_proto::psdb::v1alpha1::{
+    CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
+    ExecuteRequest, ExecuteResponse,
+};
+
+use crate::codec::{json, proto, CodecError};
+
+pub struct Rpc {
+    /// The method name, also the value of the `x-ferry-rpc` request header.
+    pub name: &'static str,
+    /// `POST` path.
+    pub path: &'static str,
+    /// Protojson request → canonical protobuf request.
+    pub request_from_json: fn(&[u8]) -> Result<Vec<u8>, CodecError>,
+    /// Checks a protobuf request.
+    pub validate_request: fn(&[u8]) -> Result<(), CodecError>,
+    /// Protobuf response → protojson, appended to the given buffer.
+    pub response_to_json: fn(&[u8], &mut Vec<u8>) -> Result<(), CodecError>,
+}
+
+impl std::fmt::Debug for Rpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The served RPCs. `StreamExecute` and `Prepare` are not served yet: their paths get
+/// `unimplemented` like any unknown path.
+pub const RPCS: &[Rpc] = &[
+    Rpc {
+        name: "Execute",
+        path: "/psdb.v1alpha1.Database/Execute",
+        request_from_json: json::to_proto::<ExecuteRequest>,
+        validate_request: proto::validate::<ExecuteRequest>,
+        response_to_json: json::from_proto::<ExecuteResponse>,
+    },
+    Rpc {
+        name: "CreateSession",
+        path: "/psdb.v1alpha1.Database/CreateSession",
+        request_from_json: json::to_proto::<CreateSessionRequest>,
+        validate_request: proto::validate::<CreateSessionRequest>,
+        response_to_json: json::from_proto::<CreateSessionResponse>,
+    },
+    Rpc {
+        name: "CloseSession",
+        path: "/psdb.v1alpha1.Database/CloseSession",
+        request_from_json: json::to_proto::<CloseSessionRequest>,
+        validate_request: proto::validate::<CloseSessionRequest>,
+        response_to_json: json::from_proto::<CloseSessionResponse>,
+    },
+];
+
+/// The RPC served at `path` (a query string is ignored).
+pub fn lookup(path: &str) -> Option<&'static Rpc> {
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    RPCS.iter().find(|rpc| rpc.path == path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_paths() {
+        assert_eq!(
+            lookup("/psdb.v1alpha1.Database/Execute").unwrap().name,
+            "Execute"
+        );
+        assert_eq!(
+            lookup("/psdb.v1alpha1.Database/CreateSession")
+                .unwrap()
+                .name,
+            "CreateSession"
+        );
+        assert_eq!(
+            lookup("/psdb.v1alpha1.Database/CloseSession").unwrap().name,
+            "CloseSession"
+        );
+        assert_eq!(
+            lookup("/psdb.v1alpha1.Database/Execute?x=1").unwrap().name,
+            "Execute"
+        );
+        for not_served in [
+            "/psdb.v1alpha1.Database/StreamExecute",
+            "/psdb.v1alpha1.Database/Prepare",
+            "/psdb.v1alpha1.Database/execute",
+            "/psdb.v1alpha1.Database/Execute/",
+            "/",
+            "",
+        ] {
+            assert!(lookup(not_served).is_none(), "{not_served}");
+        }
+    }
+}

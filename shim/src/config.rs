@@ -1,0 +1,154 @@
+//! The shim's settings, all from the environment (defaults match scripts/env.sh).
+use crate::log::Level;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where MySQL listens: a unix socket is preferred when co-located (no TCP stack).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MysqlTarget {
+    Socket(PathBuf),
+    Tcp { host: String, port: u16 },
+}
+
+impl std::fmt::Display for MysqlTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MysqlTarget::Socket(path) => write!(f, "unix:{}", path.display()),
+            MysqlTarget::Tcp { host, port } => write!(f, "{host}:{port}"),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `FERRY_SHIM_ADDR` (127.0.0.1:8081): h2c + HTTP/1.1 listener.
+    pub listen: SocketAddr,
+    /// `FERRY_SHIM_UNIX` (unset): an extra unix-socket listener.
+    pub unix_listen: Option<PathBuf>,
+    /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
+    pub mysql: MysqlTarget,
+    /// `FERRY_MYSQL_DATABASE` (ferry).
+    pub database: String,
+    /// `FERRY_POOL_MAX` (16): MySQL connections per credential.
+    pub pool_max: usize,
+    /// `FERRY_MAX_POOLS` (64): credentials with a pool; the least recently used goes first.
+    pub max_pools: usize,
+    /// `FERRY_POOL_IDLE_SECS` (60): idle connections and unused pools are closed after this.
+    pub pool_idle: Duration,
+    /// `FERRY_POOL_CONN_LIFETIME_SECS` (600): a connection is replaced after this, so a
+    /// changed password or dropped user stops working within a bounded time.
+    pub conn_lifetime: Duration,
+    /// `FERRY_POOL_WAIT_SECS` (10): wait for a connection (pool full or MySQL slow to accept).
+    pub pool_wait: Duration,
+    /// `FERRY_SHIM_MAX_REQUEST_BYTES` (64 MiB).
+    pub max_request_bytes: usize,
+    /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB): the row data one Execute may buffer.
+    pub max_result_bytes: usize,
+    /// `FERRY_LOG` (info).
+    pub log_level: Level,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, String> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Builds the settings from any variable source (tests pass their own).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        let parsed = |name: &str, default: u64| -> Result<u64, String> {
+            match var(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .parse()
+                    .map_err(|_| format!("{name}={v:?} is not a number")),
+            }
+        };
+        let secs = |name: &str, default: u64| {
+            parsed(name, default).map(|s| Duration::from_secs(s).max(Duration::from_secs(1)))
+        };
+        let size = |name: &str, default: usize| {
+            parsed(name, default as u64).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        };
+        let mysql = match var("FERRY_MYSQL_SOCKET") {
+            Some(path) => MysqlTarget::Socket(path.into()),
+            None => MysqlTarget::Tcp {
+                host: var("FERRY_MYSQL_HOST").unwrap_or_else(|| "127.0.0.1".into()),
+                port: match var("FERRY_MYSQL_PORT") {
+                    None => 33306,
+                    Some(v) => v
+                        .parse()
+                        .map_err(|_| format!("FERRY_MYSQL_PORT={v:?} is not a port"))?,
+                },
+            },
+        };
+        let pool_max = size("FERRY_POOL_MAX", 16)?;
+        if pool_max == 0 {
+            return Err("FERRY_POOL_MAX must be at least 1".into());
+        }
+        let log_level = match var("FERRY_LOG") {
+            None => Level::Info,
+            Some(v) => Level::parse(&v)
+                .ok_or_else(|| format!("FERRY_LOG={v:?} is not one of error, warn, info, debug"))?,
+        };
+        Ok(Config {
+            listen: match var("FERRY_SHIM_ADDR") {
+                None => SocketAddr::from(([127, 0, 0, 1], 8081)),
+                Some(v) => v
+                    .parse()
+                    .map_err(|_| format!("FERRY_SHIM_ADDR={v:?} is not an ip:port"))?,
+            },
+            unix_listen: var("FERRY_SHIM_UNIX").map(PathBuf::from),
+            mysql,
+            database: var("FERRY_MYSQL_DATABASE").unwrap_or_else(|| "ferry".into()),
+            pool_max,
+            max_pools: size("FERRY_MAX_POOLS", 64)?.max(1),
+            pool_idle: secs("FERRY_POOL_IDLE_SECS", 60)?,
+            conn_lifetime: secs("FERRY_POOL_CONN_LIFETIME_SECS", 600)?,
+            pool_wait: secs("FERRY_POOL_WAIT_SECS", 10)?,
+            max_request_bytes: size("FERRY_SHIM_MAX_REQUEST_BYTES", 64 << 20)?,
+            max_result_bytes: size("FERRY_SHIM_MAX_RESULT_BYTES", 64 << 20)?,
+            log_level,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let c = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:8081");
+        assert_eq!(
+            c.mysql,
+            MysqlTarget::Tcp {
+                host: "127.0.0.1".into(),
+                port: 33306
+            }
+        );
+        assert_eq!(
+            (c.database.as_str(), c.pool_max, c.max_pools),
+            ("ferry", 16, 64)
+        );
+        assert_eq!(c.max_request_bytes, 64 << 20);
+
+        let env = |name: &str| match name {
+            "FERRY_MYSQL_SOCKET" => Some("/tmp/my.sock".to_string()),
+            "FERRY_MYSQL_PORT" => Some("1".to_string()), // ignored: the socket wins
+            "FERRY_POOL_MAX" => Some("4".to_string()),
+            "FERRY_LOG" => Some("debug".to_string()),
+            _ => None,
+        };
+        let c = Config::from_lookup(env).unwrap();
+        assert_eq!(c.mysql, MysqlTarget::Socket("/tmp/my.sock".into()));
+        assert_eq!((c.pool_max, c.log_level), (4, Level::Debug));
+
+        assert!(Config::from_lookup(|n| (n == "FERRY_POOL_MAX").then(|| "0".to_string())).is_err());
+        assert!(
+            Config::from_lookup(|n| (n == "FERRY_SHIM_ADDR").then(|| "nope".to_string())).is_err()
+        );
+    }
+}

@@ -1,0 +1,16 @@
+//! Ferry's shim: the canonical psdb API (Connect unary, `application/proto`,
+//! uncompressed) in front of MySQL. It owns everything MySQL: per-credential
+//! pools, statement policy, column type mapping and `QueryResult` encoding.
+//! Client framing, codecs and compression live in the Envoy filter, never here.
+
+pub mod auth;
+pub mod config;
+pub mod connect_error;
+pub mod error_map;
+pub mod execute;
+pub mod log;
+pub mod pool;
+pub mod result;
+pub mod server;
+pub mod statement;
+pub mod type_map;

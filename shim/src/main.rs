@@ -1,0 +1,95 @@
+//! ferry-shim: reads its settings from the environment (see config.rs), opens
+//! the TCP and optional unix-socket listeners, and serves until SIGTERM/SIGINT.
+use ferry_shim::config::Config;
+use ferry_shim::log::{self, Level};
+use ferry_shim::server::{self, App};
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cfg = match Config::from_env() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            ferry_shim::log!(Level::Error, "bad configuration", error = e);
+            return ExitCode::from(2);
+        }
+    };
+    log::set_level(cfg.log_level);
+    match run(cfg).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            ferry_shim::log!(Level::Error, "cannot start", error = e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cfg: Config) -> Result<(), String> {
+    let tcp = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|e| format!("bind {}: {e}", cfg.listen))?;
+    let unix = match &cfg.unix_listen {
+        Some(path) => {
+            remove_stale_socket(path)?;
+            Some(
+                tokio::net::UnixListener::bind(path)
+                    .map_err(|e| format!("bind {}: {e}", path.display()))?,
+            )
+        }
+        None => None,
+    };
+    let app = Arc::new(App::new(&cfg));
+    let sweeper = tokio::spawn({
+        let app = app.clone();
+        let every = (cfg.pool_idle / 2).max(std::time::Duration::from_secs(1));
+        async move {
+            loop {
+                tokio::time::sleep(every).await;
+                app.pools.sweep();
+            }
+        }
+    });
+    ferry_shim::log!(
+        Level::Info,
+        "listening",
+        addr = cfg.listen,
+        unix = cfg
+            .unix_listen
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string()),
+        mysql = cfg.mysql,
+        database = cfg.database,
+    );
+    server::serve(app, tcp, unix, shutdown_signal()).await;
+    sweeper.abort();
+    if let Some(path) = &cfg.unix_listen {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// A socket file left by a previous run would make bind fail; anything that
+/// is not a socket is someone else's file and is left alone.
+fn remove_stale_socket(path: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .map_err(|e| format!("remove stale socket {}: {e}", path.display())),
+        Ok(_) => Err(format!("{} exists and is not a socket", path.display())),
+        Err(_) => Ok(()),
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,0 +1,341 @@
+//! One bounded MySQL pool per credential. MySQL is the source of truth for
+//! users and passwords: a credential is good when MySQL accepts a connection
+//! made with it, and a pooled connection is only ever reused by requests that
+//! carry the same user and password.
+//!
+//! Pools are keyed by user + a keyed hash of the password (the password itself
+//! is kept only to build connections and to confirm a match; it is never
+//! logged). A new credential's pool is admitted once MySQL accepts its first
+//! connection; at most `max_pools` are admitted, the least recently used is
+//! dropped to make room, and pools unused for `pool_idle` are dropped by
+//! `sweep`. A dropped pool closes its idle connections once its in-flight ones
+//! return.
+//!
+//! Every connection handed out is armed to be reset (COM_RESET_CONNECTION)
+//! when it goes back to the pool; the executor disarms it only after proving
+//! the statement left nothing behind. So a request that is cancelled halfway,
+//! or a path that forgets, costs a reset, never a leaked transaction.
+use crate::auth::Credentials;
+use crate::config::{Config, MysqlTarget};
+use crate::connect_error::ConnectError;
+use crate::error_map::connect_code;
+use crate::log::Level;
+use ferry_proto::vitess::vtrpc::Code;
+use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Key {
+    user: String,
+    password_hash: u64,
+}
+
+struct Entry {
+    pool: Pool,
+    password: String,
+    last_used: Instant,
+    id: u64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Credentials MySQL has accepted.
+    pools: HashMap<Key, Entry>,
+    /// New credentials whose first connection is being opened.
+    pending: HashMap<Key, Entry>,
+    next_id: u64,
+}
+
+pub struct Pools {
+    target: MysqlTarget,
+    database: String,
+    pool_max: usize,
+    max_pools: usize,
+    idle: Duration,
+    lifetime: Duration,
+    wait: Duration,
+    /// Random per process: the hashes mean nothing outside it.
+    hasher: RandomState,
+    state: Mutex<State>,
+}
+
+impl Pools {
+    pub fn new(cfg: &Config) -> Self {
+        Pools {
+            target: cfg.mysql.clone(),
+            database: cfg.database.clone(),
+            pool_max: cfg.pool_max,
+            max_pools: cfg.max_pools,
+            idle: cfg.pool_idle,
+            lifetime: cfg.conn_lifetime,
+            wait: cfg.pool_wait,
+            hasher: RandomState::new(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    pub fn target(&self) -> &MysqlTarget {
+        &self.target
+    }
+
+    /// A connection for these credentials, armed for reset on return (see the
+    /// module comment). Errors are Connect errors: 401 when MySQL rejects the
+    /// credentials, 503 when it cannot be reached, 429 when it is saturated.
+    pub async fn conn(&self, creds: &Credentials) -> Result<Conn, ConnectError> {
+        let key = Key {
+            user: creds.user.clone(),
+            password_hash: self.hasher.hash_one(&creds.password),
+        };
+        let (pool, id, pending) = self.pool_for(&key, creds);
+        let err = match tokio::time::timeout(self.wait, pool.get_conn()).await {
+            Ok(Ok(conn)) => {
+                if pending {
+                    self.promote(&key, id);
+                }
+                return Ok(conn);
+            }
+            Ok(Err(e)) => self.connect_failure(&e, &creds.user),
+            Err(_) => ConnectError::new(
+                Code::Unavailable,
+                format!(
+                    "timed out after {:?} waiting for a MySQL connection",
+                    self.wait
+                ),
+            ),
+        };
+        // A rejected credential must not keep a pool; neither does a new pool
+        // that never managed to open a connection.
+        if pending || err.code == Code::Unauthenticated {
+            self.forget(&key, id);
+        }
+        Err(err)
+    }
+
+    /// The pool for a credential, and whether it is still pending: a new
+    /// credential's pool is only admitted (and may only evict another) once
+    /// MySQL has accepted a connection from it, so a stream of bad passwords
+    /// cannot push good pools out.
+    fn pool_for(&self, key: &Key, creds: &Credentials) -> (Pool, u64, bool) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let matches =
+            |e: &Entry| constant_time_eq(e.password.as_bytes(), creds.password.as_bytes());
+        // (A key whose stored password differs is a 64-bit hash collision
+        // between two passwords of one user: the newcomer gets its own pool.)
+        if let Some(entry) = state.pools.get_mut(key).filter(|e| matches(e)) {
+            entry.last_used = now;
+            return (entry.pool.clone(), entry.id, false);
+        }
+        if let Some(entry) = state.pending.get(key).filter(|e| matches(e)) {
+            return (entry.pool.clone(), entry.id, true);
+        }
+        state.next_id += 1;
+        let id = state.next_id;
+        let pool = Pool::new(self.opts(creds));
+        let entry = Entry {
+            pool: pool.clone(),
+            password: creds.password.clone(),
+            last_used: now,
+            id,
+        };
+        state.pending.insert(key.clone(), entry);
+        (pool, id, true)
+    }
+
+    /// Admits a pending pool, evicting the least recently used one if full.
+    fn promote(&self, key: &Key, id: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // Another request may have promoted or forgotten it already.
+        if state.pending.get(key).is_none_or(|e| e.id != id) {
+            return;
+        }
+        let Some(mut entry) = state.pending.remove(key) else {
+            return;
+        };
+        if !state.pools.contains_key(key) && state.pools.len() >= self.max_pools {
+            let oldest = state
+                .pools
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                state.pools.remove(&oldest);
+                crate::log!(
+                    Level::Info,
+                    "pool evicted (FERRY_MAX_POOLS reached)",
+                    user = oldest.user
+                );
+            }
+        }
+        entry.last_used = Instant::now();
+        state.pools.insert(key.clone(), entry);
+    }
+
+    fn forget(&self, key: &Key, id: u64) {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        for map in [&mut state.pools, &mut state.pending] {
+            if map.get(key).is_some_and(|e| e.id == id) {
+                map.remove(key);
+            }
+        }
+    }
+
+    /// Drops pools unused for the idle time (and pending ones whose request
+    /// was abandoned); call it periodically.
+    pub fn sweep(&self) {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = &mut *guard;
+        let idle = self.idle;
+        for map in [&mut state.pools, &mut state.pending] {
+            map.retain(|_, e| e.last_used.elapsed() < idle);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pools
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn opts(&self, creds: &Credentials) -> OptsBuilder {
+        let constraints = PoolConstraints::new(0, self.pool_max).unwrap_or_default();
+        let pool_opts = PoolOpts::default()
+            .with_constraints(constraints)
+            .with_inactive_connection_ttl(self.idle)
+            .with_ttl_check_interval(Duration::from_secs(1).max(self.idle / 2))
+            .with_abs_conn_ttl(Some(self.lifetime))
+            .with_abs_conn_ttl_jitter(Some(self.lifetime / 10))
+            // Armed by default; disarmed per connection once proven clean.
+            .with_reset_connection(true);
+        let builder = OptsBuilder::default()
+            .user(Some(creds.user.clone()))
+            .pass(Some(creds.password.clone()))
+            .db_name(Some(self.database.clone()))
+            .pool_opts(pool_opts)
+            // We chose the transport; do not switch to a socket found via @@socket.
+            .prefer_socket(false)
+            .tcp_nodelay(true);
+        match &self.target {
+            MysqlTarget::Socket(path) => builder.socket(Some(path.to_string_lossy().into_owned())),
+            MysqlTarget::Tcp { host, port } => builder.ip_or_hostname(host.clone()).tcp_port(*port),
+        }
+    }
+
+    fn connect_failure(&self, e: &mysql_async::Error, user: &str) -> ConnectError {
+        match e {
+            mysql_async::Error::Server(se) => {
+                let code = connect_code(se.code);
+                let message = match code {
+                    Code::Unauthenticated => format!(
+                        "MySQL rejected the credentials of user {user:?}: {} (errno {})",
+                        se.message, se.code
+                    ),
+                    _ => format!(
+                        "MySQL refused a connection: {} (errno {})",
+                        se.message, se.code
+                    ),
+                };
+                ConnectError::new(code, message)
+            }
+            other => ConnectError::new(
+                Code::Unavailable,
+                format!("MySQL is unreachable at {}: {other}", self.target),
+            ),
+        }
+    }
+}
+
+/// Password comparison that does not stop at the first differing byte.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pools(max_pools: usize) -> Pools {
+        let mut cfg = Config::from_lookup(|_| None).expect("default config");
+        cfg.max_pools = max_pools;
+        Pools::new(&cfg)
+    }
+
+    fn creds(user: &str, password: &str) -> Credentials {
+        Credentials {
+            user: user.into(),
+            password: password.into(),
+        }
+    }
+
+    fn key(p: &Pools, c: &Credentials) -> Key {
+        Key {
+            user: c.user.clone(),
+            password_hash: p.hasher.hash_one(&c.password),
+        }
+    }
+
+    #[tokio::test]
+    async fn pools_are_admitted_per_credential_with_lru_eviction() {
+        let p = pools(2);
+        let a = creds("a", "pw");
+        let (_, id_a, pending) = p.pool_for(&key(&p, &a), &a);
+        assert!(
+            pending && p.is_empty(),
+            "not admitted before MySQL accepts it"
+        );
+        let (_, again, pending) = p.pool_for(&key(&p, &a), &a);
+        assert_eq!(
+            (again, pending),
+            (id_a, true),
+            "concurrent first requests share it"
+        );
+        p.promote(&key(&p, &a), id_a);
+        let (_, again, pending) = p.pool_for(&key(&p, &a), &a);
+        assert_eq!((again, pending), (id_a, false));
+
+        let a2 = creds("a", "other");
+        let (_, id_a2, _) = p.pool_for(&key(&p, &a2), &a2);
+        assert_ne!(id_a2, id_a, "another password never shares a pool");
+        p.promote(&key(&p, &a2), id_a2);
+        p.pool_for(&key(&p, &a), &a); // a is now the most recently used
+        let b = creds("b", "pw");
+        let (_, id_b, _) = p.pool_for(&key(&p, &b), &b);
+        assert_eq!(p.len(), 2, "a pending pool evicts nothing");
+        p.promote(&key(&p, &b), id_b);
+        assert_eq!(p.len(), 2);
+        let (_, id, pending) = p.pool_for(&key(&p, &a), &a);
+        assert_eq!(
+            (id, pending),
+            (id_a, false),
+            "the least recently used (a/other) went"
+        );
+        let (_, _, pending) = p.pool_for(&key(&p, &a2), &a2);
+        assert!(pending);
+
+        p.forget(&key(&p, &a), id_a + 100);
+        assert_eq!(p.len(), 2, "forget only removes the pool it was given");
+        p.forget(&key(&p, &a), id_a);
+        assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn constant_time_eq_compares() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

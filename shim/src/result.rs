@@ -1,0 +1,170 @@
+//! MySQL text-protocol results → vitess `QueryResult` (fields + rows).
+//!
+//! A vitess `Row` is the lengths of the values (-1 for NULL) and the values
+//! concatenated; the text protocol already gives every value as its MySQL text
+//! bytes, so a row is built with one exactly-sized allocation and one copy.
+use crate::type_map::vitess_type;
+use ferry_proto::vitess::query::{Field, Row};
+use mysql_async::{Column, Row as MysqlRow, Value};
+use std::borrow::Cow;
+
+/// A vitess `Field` from a column definition (all of it: clients such as
+/// database-js look at `charset` and `flags`, not only name and type).
+pub fn field(col: &Column) -> Field {
+    let flags = col.flags().bits();
+    Field {
+        name: text(col.name_ref()),
+        r#type: vitess_type(col.column_type() as u8, flags) as i32,
+        table: text(col.table_ref()),
+        org_table: text(col.org_table_ref()),
+        database: text(col.schema_ref()),
+        org_name: text(col.org_name_ref()),
+        column_length: col.column_length(),
+        charset: u32::from(col.character_set()),
+        decimals: u32::from(col.decimals()),
+        flags: u32::from(flags),
+        column_type: String::new(),
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The text bytes of a value; `None` is SQL NULL. The text protocol only
+/// produces `Bytes` and `NULL`; the other arms keep us total.
+fn value_bytes(v: &Value) -> Option<Cow<'_, [u8]>> {
+    Some(match v {
+        Value::NULL => return None,
+        Value::Bytes(b) => Cow::Borrowed(b.as_slice()),
+        Value::Int(i) => Cow::Owned(i.to_string().into_bytes()),
+        Value::UInt(u) => Cow::Owned(u.to_string().into_bytes()),
+        Value::Float(f) => Cow::Owned(f.to_string().into_bytes()),
+        Value::Double(d) => Cow::Owned(d.to_string().into_bytes()),
+        other => Cow::Owned(other.as_sql(true).trim_matches('\'').as_bytes().to_vec()),
+    })
+}
+
+/// One vitess row from one MySQL row.
+pub fn row(r: &MysqlRow) -> Row {
+    row_from_values((0..r.len()).map(|i| r.as_ref(i)))
+}
+
+/// One vitess row from the values of a row, in column order.
+pub fn row_from_values<'v>(values: impl Iterator<Item = Option<&'v Value>> + Clone) -> Row {
+    let size: usize = values
+        .clone()
+        .map(|v| match v {
+            Some(Value::Bytes(b)) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    let mut lengths = Vec::with_capacity(values.size_hint().0);
+    let mut buf = Vec::with_capacity(size);
+    for v in values {
+        match v.and_then(value_bytes) {
+            None => lengths.push(-1),
+            Some(b) => {
+                lengths.push(b.len() as i64);
+                buf.extend_from_slice(&b);
+            }
+        }
+    }
+    Row {
+        lengths,
+        values: buf,
+    }
+}
+
+/// Collects the rows of one result set up to a byte budget (row data only),
+/// so one huge SELECT cannot exhaust the shim's memory.
+pub struct Rows {
+    pub rows: Vec<Row>,
+    bytes: usize,
+    limit: usize,
+    pub overflow: bool,
+}
+
+impl Rows {
+    pub fn new(limit: usize) -> Self {
+        Rows {
+            rows: Vec::new(),
+            bytes: 0,
+            limit,
+            overflow: false,
+        }
+    }
+
+    /// Adds a row; after the budget is exceeded rows are counted out, not kept.
+    pub fn push(&mut self, r: &MysqlRow) {
+        if !self.overflow {
+            self.push_row(row(r));
+        }
+    }
+
+    fn push_row(&mut self, row: Row) {
+        if self.overflow {
+            return;
+        }
+        self.bytes += row.values.len() + 8 * row.lengths.len();
+        if self.bytes > self.limit {
+            self.overflow = true;
+            self.rows = Vec::new();
+            return;
+        }
+        self.rows.push(row);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mysql_async::consts::{ColumnFlags, ColumnType};
+
+    #[test]
+    fn rows_concatenate_values_and_mark_null() {
+        let values = [
+            Value::Bytes(b"12".to_vec()),
+            Value::NULL,
+            Value::Bytes(Vec::new()),
+            Value::Bytes(b"abc".to_vec()),
+        ];
+        let got = row_from_values(values.iter().map(Some));
+        assert_eq!(got.lengths, vec![2, -1, 0, 3]);
+        assert_eq!(got.values, b"12abc");
+        assert_eq!(got.values.capacity(), 5, "one exact allocation");
+    }
+
+    #[test]
+    fn field_carries_the_column_definition() {
+        let col = Column::new(ColumnType::MYSQL_TYPE_LONG)
+            .with_name(b"id")
+            .with_org_name(b"id_col")
+            .with_table(b"t")
+            .with_org_table(b"things")
+            .with_schema(b"ferry")
+            .with_column_length(10)
+            .with_character_set(63)
+            .with_decimals(0)
+            .with_flags(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG);
+        let f = field(&col);
+        assert_eq!((f.name.as_str(), f.org_name.as_str()), ("id", "id_col"));
+        assert_eq!(
+            (f.table.as_str(), f.org_table.as_str(), f.database.as_str()),
+            ("t", "things", "ferry")
+        );
+        assert_eq!(f.r#type, ferry_proto::vitess::query::Type::Uint32 as i32);
+        assert_eq!((f.column_length, f.charset, f.flags), (10, 63, 33));
+    }
+
+    #[test]
+    fn rows_respect_the_budget() {
+        let value = [Value::Bytes(vec![b'x'; 100])];
+        let mut rows = Rows::new(250);
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        assert!(!rows.overflow);
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        assert!(rows.overflow && rows.rows.is_empty());
+    }
+}

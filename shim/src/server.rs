@@ -1,0 +1,394 @@
+//! HTTP side: routing, the canonical request checks, and Connect unary framing
+//! of answers (a bare protobuf message on success, a JSON Connect error
+//! otherwise). Serves HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on TCP
+//! and, optionally, on a unix socket.
+use crate::auth::{self, Credentials};
+use crate::config::{Config, MysqlTarget};
+use crate::connect_error::ConnectError;
+use crate::execute;
+use crate::log::Level;
+use crate::pool::Pools;
+use bytes::Bytes;
+use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
+use ferry_proto::vitess::vtrpc::Code;
+use http::header::{
+    HeaderValue, ALLOW, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
+};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use prost::Message;
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+
+const SERVICE: &str = "/psdb.v1alpha1.Database/";
+const PROTO: &str = "application/proto";
+
+pub struct App {
+    pub pools: Pools,
+    pub max_request_bytes: usize,
+    pub max_result_bytes: usize,
+}
+
+impl App {
+    pub fn new(cfg: &Config) -> Self {
+        App {
+            pools: Pools::new(cfg),
+            max_request_bytes: cfg.max_request_bytes,
+            max_result_bytes: cfg.max_result_bytes,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Rpc {
+    Execute,
+    CreateSession,
+    CloseSession,
+}
+
+/// One request → one response; never fails at the HTTP level.
+pub async fn handle(
+    app: Arc<App>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.uri().path() == "/healthz" {
+        return Ok(health(app.pools.target(), req.method()).await);
+    }
+    let path = req.uri().path().to_owned();
+    let mut user = String::new();
+    let answer = rpc(&app, req, &mut user).await;
+    Ok(answer.unwrap_or_else(|e| {
+        let level = if e.status() >= 500 {
+            Level::Error
+        } else {
+            Level::Warn
+        };
+        crate::log!(
+            level,
+            "request failed",
+            path = path,
+            status = e.status(),
+            code = e.name(),
+            user = user,
+            error = e.message
+        );
+        connect_error_response(&e)
+    }))
+}
+
+async fn rpc(
+    app: &App,
+    req: Request<Incoming>,
+    user: &mut String,
+) -> Result<Response<Full<Bytes>>, ConnectError> {
+    let path = req.uri().path();
+    let rpc = match path.strip_prefix(SERVICE) {
+        Some("Execute") => Rpc::Execute,
+        Some("CreateSession") => Rpc::CreateSession,
+        Some("CloseSession") => Rpc::CloseSession,
+        Some("StreamExecute" | "Prepare") => {
+            return Err(ConnectError::new(
+                Code::Unimplemented,
+                format!("{path} is not implemented yet"),
+            ))
+        }
+        _ => {
+            return Err(ConnectError::new(
+                Code::Unimplemented,
+                format!("no such procedure: {path}"),
+            )
+            .with_status(404))
+        }
+    };
+    if req.method() != Method::POST {
+        return Err(ConnectError::new(
+            Code::Unimplemented,
+            format!("{} is not allowed; use POST", req.method()),
+        )
+        .with_status(405));
+    }
+    check_content_type(&req)?;
+    let creds = auth::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
+        .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
+    user.clone_from(&creds.user);
+    let body = read_body(req, app.max_request_bytes).await?;
+    dispatch(app, rpc, &creds, body).await
+}
+
+async fn dispatch(
+    app: &App,
+    rpc: Rpc,
+    creds: &Credentials,
+    body: Bytes,
+) -> Result<Response<Full<Bytes>>, ConnectError> {
+    let bad = |e: prost::DecodeError| {
+        ConnectError::new(
+            Code::InvalidArgument,
+            format!("cannot decode the {rpc:?} request: {e}"),
+        )
+    };
+    Ok(match rpc {
+        Rpc::Execute => {
+            let req = ExecuteRequest::decode(body).map_err(bad)?;
+            proto_response(&execute::execute(&app.pools, creds, req, app.max_result_bytes).await?)
+        }
+        Rpc::CreateSession => {
+            CreateSessionRequest::decode(body).map_err(bad)?;
+            proto_response(&execute::create_session(&app.pools, creds).await?)
+        }
+        Rpc::CloseSession => {
+            CloseSessionRequest::decode(body).map_err(bad)?;
+            proto_response(&execute::close_session(&app.pools, creds).await?)
+        }
+    })
+}
+
+/// The canonical form only: `application/proto`, uncompressed. The filter
+/// converts every client form into it, so anything else is a bug upstream.
+fn check_content_type<B>(req: &Request<B>) -> Result<(), ConnectError> {
+    let ct = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let base = ct.split(';').next().unwrap_or("").trim();
+    if !base.eq_ignore_ascii_case(PROTO) {
+        return Err(ConnectError::new(
+            Code::InvalidArgument,
+            format!("unsupported content-type {ct:?}; the shim speaks {PROTO} only"),
+        )
+        .with_status(415));
+    }
+    for name in [CONTENT_ENCODING.as_str(), "connect-content-encoding"] {
+        if let Some(enc) = req.headers().get(name) {
+            if !enc.as_bytes().eq_ignore_ascii_case(b"identity") {
+                let enc = String::from_utf8_lossy(enc.as_bytes());
+                return Err(ConnectError::new(
+                    Code::Unimplemented,
+                    format!("unsupported {name} {enc:?}; send identity"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ConnectError> {
+    let too_big = || {
+        ConnectError::new(
+            Code::ResourceExhausted,
+            format!("request body exceeds {limit} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_big());
+    }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(too_big()),
+        Err(e) => Err(ConnectError::new(
+            Code::InvalidArgument,
+            format!("cannot read the request body: {e}"),
+        )),
+    }
+}
+
+fn proto_response(msg: &impl Message) -> Response<Full<Bytes>> {
+    let body = msg.encode_to_vec();
+    let len = body.len();
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    resp
+}
+
+pub fn connect_error_response(e: &ConnectError) -> Response<Full<Bytes>> {
+    let body = e.body();
+    let len = body.len();
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() =
+        StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(CONTENT_LENGTH, HeaderValue::from(len));
+    if e.status() == 405 {
+        h.insert(ALLOW, HeaderValue::from_static("POST"));
+    }
+    resp
+}
+
+/// For Envoy's active health checks: the shim is up and MySQL accepts
+/// connections (a bare connect, no login, so it costs MySQL almost nothing).
+async fn health(target: &MysqlTarget, method: &Method) -> Response<Full<Bytes>> {
+    let (status, text) = if method != Method::GET && method != Method::HEAD {
+        (StatusCode::METHOD_NOT_ALLOWED, "use GET\n".to_owned())
+    } else {
+        match mysql_reachable(target).await {
+            Ok(()) => (StatusCode::OK, "ok\n".to_owned()),
+            Err(e) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("mysql unreachable at {target}: {e}\n"),
+            ),
+        }
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    resp
+}
+
+async fn mysql_reachable(target: &MysqlTarget) -> std::io::Result<()> {
+    let connect = async {
+        match target {
+            MysqlTarget::Socket(path) => tokio::net::UnixStream::connect(path).await.map(drop),
+            MysqlTarget::Tcp { host, port } => {
+                tokio::net::TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map(drop)
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(1), connect)
+        .await
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connect timed out",
+            ))
+        })
+}
+
+/// Accepts connections until `shutdown` resolves, then lets in-flight
+/// requests finish (up to 10 s).
+pub async fn serve(
+    app: Arc<App>,
+    tcp: TcpListener,
+    unix: Option<UnixListener>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(1024);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = tcp.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    spawn_conn(&builder, &graceful, TokioIo::new(stream), app.clone());
+                }
+                Err(e) => accept_failed(e).await,
+            },
+            accepted = accept_unix(unix.as_ref()) => match accepted {
+                Ok(stream) => spawn_conn(&builder, &graceful, TokioIo::new(stream), app.clone()),
+                Err(e) => accept_failed(e).await,
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    drop(tcp);
+    drop(unix);
+    crate::log!(Level::Info, "shutting down", connections = graceful.count());
+    if tokio::time::timeout(Duration::from_secs(10), graceful.shutdown())
+        .await
+        .is_err()
+    {
+        crate::log!(Level::Warn, "shutdown timed out with requests in flight");
+    }
+}
+
+async fn accept_unix(unix: Option<&UnixListener>) -> std::io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some(listener) => listener.accept().await.map(|(s, _)| s),
+        None => std::future::pending().await,
+    }
+}
+
+/// Out of file descriptors and the like: log, back off briefly, keep serving.
+async fn accept_failed(e: std::io::Error) {
+    crate::log!(Level::Error, "accept failed", error = e);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+fn spawn_conn<I>(
+    builder: &auto::Builder<TokioExecutor>,
+    graceful: &GracefulShutdown,
+    io: TokioIo<I>,
+    app: Arc<App>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| handle(app.clone(), req));
+    let conn = builder.serve_connection(io, svc).into_owned();
+    let conn = graceful.watch(conn);
+    tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            crate::log!(Level::Debug, "connection ended with an error", error = e);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(ct: Option<&str>, enc: Option<&str>) -> Request<()> {
+        let mut b = Request::post("/psdb.v1alpha1.Database/Execute");
+        if let Some(ct) = ct {
+            b = b.header(CONTENT_TYPE, ct);
+        }
+        if let Some(enc) = enc {
+            b = b.header(CONTENT_ENCODING, enc);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn only_the_canonical_content_type_passes() {
+        assert!(check_content_type(&req(Some("application/proto"), None)).is_ok());
+        assert!(
+            check_content_type(&req(Some("Application/Proto; charset=x"), Some("identity")))
+                .is_ok()
+        );
+        let e = check_content_type(&req(Some("application/json"), None)).unwrap_err();
+        assert_eq!((e.status(), e.name()), (415, "invalid_argument"));
+        assert_eq!(
+            check_content_type(&req(None, None)).unwrap_err().status(),
+            415
+        );
+        let e = check_content_type(&req(Some("application/proto"), Some("gzip"))).unwrap_err();
+        assert_eq!((e.status(), e.name()), (501, "unimplemented"));
+    }
+
+    #[test]
+    fn connect_errors_are_json_with_their_status() {
+        let resp = connect_error_response(&ConnectError::new(Code::Unauthenticated, "no"));
+        assert_eq!(resp.status(), 401);
+        assert_eq!(resp.headers()[CONTENT_TYPE], "application/json");
+        let resp =
+            connect_error_response(&ConnectError::new(Code::Unimplemented, "GET").with_status(405));
+        assert_eq!(
+            (resp.status().as_u16(), &resp.headers()[ALLOW]),
+            (405, &HeaderValue::from_static("POST"))
+        );
+    }
+}
