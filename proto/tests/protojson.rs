@@ -16,12 +16,23 @@ fn result_uses_camel_case_strings_for_64_bit_and_omits_defaults() {
     let resp = ExecuteResponse {
         result: Some(QueryResult {
             fields: vec![
-                Field { name: "a".into(), r#type: Type::Int64 as i32, column_length: 20, ..Default::default() },
-                Field { name: "n".into(), ..Default::default() },
+                Field {
+                    name: "a".into(),
+                    r#type: Type::Int64 as i32,
+                    column_length: 20,
+                    ..Default::default()
+                },
+                Field {
+                    name: "n".into(),
+                    ..Default::default()
+                },
             ],
             rows_affected: 3,
             insert_id: 7,
-            rows: vec![Row { lengths: vec![1, -1], values: b"1".to_vec() }],
+            rows: vec![Row {
+                lengths: vec![1, -1],
+                values: b"1".to_vec(),
+            }],
             ..Default::default()
         }),
         ..Default::default()
@@ -32,7 +43,10 @@ fn result_uses_camel_case_strings_for_64_bit_and_omits_defaults() {
     assert_eq!(r["insertId"], "7");
     assert_eq!(r["fields"][0]["type"], "INT64");
     assert_eq!(r["fields"][0]["columnLength"], 20);
-    assert!(r["fields"][1].get("type").is_none(), "NULL_TYPE is a default and is omitted");
+    assert!(
+        r["fields"][1].get("type").is_none(),
+        "NULL_TYPE is a default and is omitted"
+    );
     assert_eq!(r["rows"][0]["lengths"], serde_json::json!(["1", "-1"]));
     assert_eq!(r["rows"][0]["values"], "MQ==");
     assert!(v.get("error").is_none());
