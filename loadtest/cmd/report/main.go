@@ -1,0 +1,225 @@
+// Command report turns one run's k6 summaries (DIR/runs/*.json, written by the
+// workloads' handleSummary with bench.sh's labels) into DIR/results.json,
+// DIR/results.md and DIR/charts/*.png. Every latency is also given as a ratio
+// to the MySQL+TLS baseline measured in the same run, on the same network.
+//
+//	report DIR
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Row is one k6 run: one workload × client × variant × network (× concurrency).
+type Row struct {
+	Workload string  `json:"workload"`
+	Client   string  `json:"client"`  // mysql | h2 | h3
+	Variant  string  `json:"variant"` // cold start: resume | noresume | 0rtt; sweeps: table, codec...
+	Net      string  `json:"net"`     // loopback | near | far
+	RTTms    float64 `json:"rtt_ms"`  // the shape's nominal round-trip time
+	VUs      int     `json:"vus"`
+	Calls    int     `json:"calls"`
+	Errors   int     `json:"errors"`
+	P50      float64 `json:"p50_ms"`
+	P95      float64 `json:"p95_ms"`
+	P99      float64 `json:"p99_ms"`
+	Max      float64 `json:"max_ms"`
+	Avg      float64 `json:"avg_ms"`
+	QPS      float64 `json:"throughput_per_s"`
+	Sent     float64 `json:"bytes_sent_per_call"`
+	Recv     float64 `json:"bytes_recv_per_call"`
+	// Cold start: round trips counted from the protocol, and measured p50 ÷ RTT.
+	RTTsModel    float64 `json:"round_trips_model,omitempty"`
+	RTTsMeasured float64 `json:"round_trips_measured,omitempty"`
+	// Cold start: calls whose TLS session resumed; HTTP/3 early data outcomes.
+	Resumed  int `json:"tls_resumed,omitempty"`
+	Early    int `json:"h3_0rtt_accepted,omitempty"`
+	EarlyNo  int `json:"h3_0rtt_rejected,omitempty"`
+	Early425 int `json:"h3_0rtt_425,omitempty"`
+	// Ferry answers that came back compressed (content-encoding set).
+	Encoded int `json:"answers_encoded,omitempty"`
+	// p50 and p95 relative to the baseline row (client mysql, same workload/net/vus).
+	P50Ratio float64 `json:"p50_vs_mysql,omitempty"`
+	P95Ratio float64 `json:"p95_vs_mysql,omitempty"`
+	// The percentile curve, for the charts: percentile -> ms.
+	Curve [][2]float64 `json:"curve"`
+}
+
+type summary struct {
+	Labels struct {
+		Workload, Client, Variant, Net string
+		RTTms                          float64 `json:"rtt_ms"`
+		VUs                            int     `json:"vus"`
+	} `json:"labels"`
+	State struct {
+		DurationMs float64 `json:"testRunDurationMs"`
+	} `json:"state"`
+	Metrics map[string]struct {
+		Values map[string]float64 `json:"values"`
+	} `json:"metrics"`
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("report: ")
+	if len(os.Args) != 2 {
+		log.Fatal("usage: report DIR")
+	}
+	dir := os.Args[1]
+	files, _ := filepath.Glob(filepath.Join(dir, "runs", "*.json"))
+	if len(files) == 0 {
+		log.Fatalf("no runs in %s/runs", dir)
+	}
+	var rows []*Row
+	for _, f := range files {
+		r, err := load(f)
+		if err != nil {
+			log.Fatalf("%s: %v", f, err)
+		}
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return key(rows[i]) < key(rows[j]) })
+	ratios(rows)
+
+	b, _ := json.MarshalIndent(map[string]any{"rows": rows}, "", "  ")
+	check(os.WriteFile(filepath.Join(dir, "results.json"), b, 0o644))
+	check(os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(rows)), 0o644))
+	check(charts(rows, filepath.Join(dir, "charts")))
+	fmt.Printf("%s/results.md, results.json, charts/ (%d runs)\n", dir, len(rows))
+	// Exit 3 when a run had errors or no measured call: bench.sh smoke fails on it.
+	bad := 0
+	for _, r := range rows {
+		if r.Errors > 0 || r.Calls == 0 {
+			log.Printf("FAILED: %s %s %s on %s: %d calls, %d errors", r.Workload, r.Client, r.Variant, r.Net, r.Calls, r.Errors)
+			bad++
+		}
+	}
+	if bad > 0 {
+		os.Exit(3)
+	}
+}
+
+// order of workloads, clients and networks in tables and charts.
+var order = map[string]int{
+	"cold-start": 1, "warm-select": 2, "medium-select": 3, "medium-insert": 4, "large-select": 5,
+	"large-insert": 6, "point-select": 7, "compress-select": 8,
+	"mysql": 1, "h2": 2, "h3": 3, "loopback": 1, "near": 2, "far": 3,
+	"noresume": 1, "resume": 2, "0rtt": 3,
+}
+
+func key(r *Row) string {
+	return fmt.Sprintf("%02d %02d %s %06d %02d %s %02d", order[r.Workload], netOrder(r.Net), r.Net, r.VUs, order[r.Variant], r.Variant, order[r.Client])
+}
+
+// netOrder sorts shaped variants (far-loss1%) after their base network.
+func netOrder(n string) int {
+	base, _, _ := strings.Cut(n, "-")
+	return order[base]
+}
+
+func load(path string) (*Row, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s summary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	m := func(metric, v string) float64 { return s.Metrics[metric].Values[v] }
+	l := s.Labels
+	r := &Row{Workload: l.Workload, Client: l.Client, Variant: l.Variant, Net: l.Net, RTTms: l.RTTms, VUs: l.VUs,
+		Calls: int(m("ferry_calls", "count")), Errors: int(m("ferry_errors", "count")),
+		P50: m("ferry_ms", "p(50)"), P95: m("ferry_ms", "p(95)"), P99: m("ferry_ms", "p(99)"),
+		Max: m("ferry_ms", "max"), Avg: m("ferry_ms", "avg")}
+	if s.State.DurationMs > 0 {
+		r.QPS = float64(r.Calls) / (s.State.DurationMs / 1000)
+	}
+	if r.Calls > 0 {
+		if sent := m("wire_sent", "count"); sent > 0 { // our extensions: measured calls only
+			r.Sent, r.Recv = sent/float64(r.Calls), m("wire_recv", "count")/float64(r.Calls)
+		} else if it := m("iterations", "count"); it > 0 { // k6 http: includes the warm-up call
+			r.Sent, r.Recv = m("data_sent", "count")/it, m("data_received", "count")/it
+		}
+	}
+	for _, p := range []struct {
+		pct float64
+		k   string
+	}{{0, "min"}, {1, "p(1)"}, {5, "p(5)"}, {10, "p(10)"}, {25, "p(25)"}, {50, "p(50)"}, {75, "p(75)"},
+		{90, "p(90)"}, {95, "p(95)"}, {99, "p(99)"}, {99.9, "p(99.9)"}, {100, "max"}} {
+		r.Curve = append(r.Curve, [2]float64{p.pct, m("ferry_ms", p.k)})
+	}
+	r.Encoded = int(m("answers_encoded", "count"))
+	r.Resumed, r.Early = int(m("tls_resumed", "count")), int(m("h3_0rtt_accepted", "count"))
+	r.EarlyNo, r.Early425 = int(m("h3_0rtt_rejected", "count")), int(m("h3_0rtt_425", "count"))
+	if r.Workload == "cold-start" {
+		r.RTTsModel = model(r.Client, r.Variant)
+		if r.RTTms >= 1 { // on loopback the RTT is noise next to CPU time
+			r.RTTsMeasured = r.P50 / r.RTTms
+		}
+	}
+	return r, nil
+}
+
+// model counts the round trips of a cold start until the answer has arrived.
+//
+//	MySQL+TLS: TCP (1) + server greeting after the handshake (1) + TLS 1.3 (1) +
+//	           auth (1) + query (1) = 5; resumption saves CPU, not round trips
+//	           (MySQL has no early data).
+//	HTTP/2:    TCP (1) + TLS 1.3 (1) + request (1) = 3, with or without resumption.
+//	HTTP/3:    QUIC+TLS (1) + request (1) = 2; 0-RTT: the request rides the first flight = 1.
+func model(client, variant string) float64 {
+	switch {
+	case client == "mysql":
+		return 5
+	case client == "h2":
+		return 3
+	case variant == "0rtt":
+		return 1
+	default:
+		return 2
+	}
+}
+
+// ratios fills p50/p95 relative to the mysql row with the same workload, net,
+// vus and baseline variant (see baseVariant).
+func ratios(rows []*Row) {
+	bkey := func(r *Row, variant string) string {
+		return strings.Join([]string{r.Workload, r.Net, fmt.Sprint(r.VUs), variant}, "|")
+	}
+	base := map[string]*Row{}
+	for _, r := range rows {
+		if r.Client == "mysql" {
+			base[bkey(r, r.Variant)] = r
+		}
+	}
+	for _, r := range rows {
+		if b := base[bkey(r, baseVariant(r.Variant))]; b != nil && b.P50 > 0 && b.P95 > 0 {
+			r.P50Ratio, r.P95Ratio = r.P50/b.P50, r.P95/b.P95
+		}
+	}
+}
+
+// baseVariant: 0-RTT compares with MySQL with resumption (its best cold start);
+// the compression sweep ("table,codec") with uncompressed MySQL on the same table.
+func baseVariant(v string) string {
+	if v == "0rtt" {
+		return "resume"
+	}
+	if table, _, ok := strings.Cut(v, ","); ok {
+		return table + ",none"
+	}
+	return v
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}

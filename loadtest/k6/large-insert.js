@@ -1,0 +1,12 @@
+// Workload 6 — bulk INSERT of 2,000 rows of the large table (~5.5 MB of SQL), one statement.
+import { client, options as opts, summary } from './lib.js';
+
+const SQL = open(`${__ENV.DATA}/large_insert.sql`);
+export const options = opts(1, 10);
+export const handleSummary = summary;
+
+let c;
+export default function () {
+  if (!c) { c = client(); c.run('SELECT 1', false); }
+  c.run(SQL);
+}

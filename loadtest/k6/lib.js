@@ -1,0 +1,118 @@
+// Shared by every workload: the three clients behind one interface, the
+// metrics the report reads, and the run options. Configured by environment:
+//   CLIENT     mysql | h2 | h3        (MySQL protocol + TLS baseline, Ferry HTTP/2, Ferry HTTP/3)
+//   FERRY_URL  https://host:port      MYSQL_ADDR host:port    CA  dev CA (PEM)
+//   VUS, ITERATIONS (per VU) or DURATION (e.g. 10s)
+//   SUMMARY    where handleSummary writes the run's JSON;  LABELS  JSON object copied into it
+//   HEADERS    JSON object of extra request headers (Ferry);  COMPRESS=1  MySQL zlib compression
+import http from 'k6/http';
+import ferry from 'k6/x/ferry';
+import mysql from 'k6/x/ferry/mysql';
+import { Trend, Counter } from 'k6/metrics';
+import { b64encode } from 'k6/encoding';
+
+const E = __ENV;
+export const CLIENT = E.CLIENT || 'h2';
+const FERRY_URL = E.FERRY_URL || 'https://127.0.0.1:8443';
+const EXECUTE = FERRY_URL + '/psdb.v1alpha1.Database/Execute';
+const AUTH = 'Basic ' + b64encode(`${E.DB_USER || 'ferry'}:${E.DB_PASSWORD || 'ferry'}`);
+const HEADERS = E.HEADERS ? JSON.parse(E.HEADERS) : {};
+
+// Our own figures: only measured calls (warm-ups excluded), same meaning for every client.
+const latency = new Trend('ferry_ms', true);
+const errors = new Counter('ferry_errors');
+const calls = new Counter('ferry_calls');
+const wireSent = new Counter('wire_sent');
+const wireRecv = new Counter('wire_recv');
+// Cold start: did TLS resume, and what became of HTTP/3 early data.
+const resumed = new Counter('tls_resumed');
+const encoded = new Counter('answers_encoded'); // the gateway compressed the answer
+const early = { accepted: new Counter('h3_0rtt_accepted'), rejected: new Counter('h3_0rtt_rejected'), 425: new Counter('h3_0rtt_425') };
+
+// Percentiles kept in the summary: enough points to draw each latency distribution.
+const TREND_STATS = ['min', 'p(1)', 'p(5)', 'p(10)', 'p(25)', 'p(50)', 'p(75)', 'p(90)',
+  'p(95)', 'p(99)', 'p(99.9)', 'max', 'avg', 'count'];
+
+// options(vus, iterations): a scenario from VUS/ITERATIONS/DURATION, defaults given by the workload.
+export function options(vus, iterations) {
+  const v = Number(E.VUS || vus);
+  const scenario = E.DURATION
+    ? { executor: 'constant-vus', vus: v, duration: E.DURATION }
+    : { executor: 'per-vu-iterations', vus: v, iterations: Number(E.ITERATIONS || iterations), maxDuration: E.MAX_DURATION || '30m' };
+  return {
+    scenarios: { main: scenario },
+    summaryTrendStats: TREND_STATS,
+    tlsVersion: { min: 'tls1.3', max: 'tls1.3' },
+    discardResponseBodies: false,
+    setupTimeout: '5m',
+  };
+}
+
+// client(o) makes this VU's client. o: {fresh, resume, zeroRtt, ext}
+//   fresh: a new connection per call (cold start); resume: TLS session cache;
+//   zeroRtt: HTTP/3 0-RTT; ext: Ferry HTTP/2 through our extension instead of k6's http
+//   (needed for fresh connections with resumption on/off, which k6's http cannot toggle).
+// Returns {run(sql, record=true)}: run(...) -> true when the call succeeded.
+export function client(o = {}) {
+  if (CLIENT === 'mysql') {
+    const db = mysql.client({
+      addr: E.MYSQL_ADDR || '127.0.0.1:3306', ca: E.CA || '', serverName: E.SERVER_NAME || '',
+      user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry', database: E.DB_NAME || 'ferry',
+      fresh: !!o.fresh, resume: !!o.resume, compress: E.COMPRESS === '1',
+    });
+    return { run: (sql, record = true) => note(/^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql), record) };
+  }
+  if (CLIENT === 'h3' || (CLIENT === 'h2' && o.ext)) {
+    const c = ferry.client({
+      url: FERRY_URL, proto: CLIENT, ca: E.CA || '', serverName: E.SERVER_NAME || '',
+      user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry',
+      fresh: !!o.fresh, resume: !!o.resume, zeroRtt: !!o.zeroRtt, headers: HEADERS,
+    });
+    return { run: (sql, record = true) => note(c.execute(sql), record) };
+  }
+  if (CLIENT === 'h2') return { run: (sql, record = true) => k6http(sql, record) };
+  throw new Error(`CLIENT must be mysql, h2 or h3, not ${CLIENT}`);
+}
+
+// note records one extension call: latency, bytes at the socket, errors.
+function note(r, record) {
+  if (r.error) {
+    errors.add(1);
+    if (__ITER < 3) console.error(`${CLIENT}: ${r.error}`);
+  }
+  if (record) {
+    calls.add(1);
+    if (r.error) return false; // a failure is an error, not a latency
+    latency.add(r.ms);
+    wireSent.add(r.sent);
+    wireRecv.add(r.recv);
+    if (r.resumed) resumed.add(1);
+    if (r.early) early[r.early].add(1);
+    if (r.encoding) encoded.add(1);
+  }
+  return !r.error;
+}
+
+// k6http is Ferry over k6's own HTTP/2 client; its bytes are k6's data_sent/data_received.
+function k6http(sql, record) {
+  const res = http.post(EXECUTE, JSON.stringify({ query: sql }), {
+    headers: Object.assign({ 'content-type': 'application/json', authorization: AUTH }, HEADERS),
+    timeout: '120s',
+  });
+  let err = '';
+  if (res.error) err = res.error;
+  else if (res.status !== 200) err = `HTTP ${res.status}`;
+  else if (res.proto !== 'HTTP/2.0') err = `expected HTTP/2, got ${res.proto}`;
+  else if (res.body.indexOf('"error"') >= 0) err = `SQL error: ${res.body.slice(0, 200)}`;
+  const t = res.timings;
+  const enc = res.headers['Content-Encoding'] || '';
+  return note({ ms: t.duration + t.connecting + t.tls_handshaking, error: err, sent: 0, recv: 0, encoding: enc }, record);
+}
+
+// handleSummary writes the whole k6 summary plus our labels to $SUMMARY.
+export function summary(data) {
+  const doc = JSON.stringify({ labels: E.LABELS ? JSON.parse(E.LABELS) : {}, state: data.state, metrics: data.metrics });
+  const m = data.metrics;
+  const line = `${E.LABELS || ''} calls=${m.ferry_calls ? m.ferry_calls.values.count : 0} errors=${m.ferry_errors ? m.ferry_errors.values.count : 0} p50=${m.ferry_ms ? m.ferry_ms.values['p(50)'].toFixed(3) : '-'}ms\n`;
+  return E.SUMMARY ? { [E.SUMMARY]: doc, stdout: line } : { stdout: line };
+}

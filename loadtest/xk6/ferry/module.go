@@ -1,0 +1,143 @@
+// Package ferry is the k6 extension `k6/x/ferry`: a Ferry (psdb Connect JSON)
+// client over HTTP/3 (quic-go) or HTTP/2 (Go net/http2), with the knobs k6's own
+// http module lacks: a fresh connection per request (cold start), TLS session
+// resumption on/off, and HTTP/3 0-RTT. Bytes are counted at the socket and
+// pushed into k6's data_sent / data_received, like k6 does for its own http.
+//
+//	import ferry from 'k6/x/ferry';
+//	const c = ferry.client({ url, proto: 'h3', ca, user, password,
+//	                         fresh: true, resume: true, zeroRtt: true });
+//	const r = c.execute('SELECT 1'); // {ms, status, body, proto, resumed, early, error}
+package ferry
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.k6.io/k6/js/modules"
+	"go.k6.io/k6/metrics"
+
+	"ferry/loadtest/xk6/wire"
+)
+
+func init() { modules.Register("k6/x/ferry", new(root)) }
+
+type root struct{}
+
+func (*root) NewModuleInstance(vu modules.VU) modules.Instance { return &instance{vu: vu} }
+
+type instance struct{ vu modules.VU }
+
+func (i *instance) Exports() modules.Exports { return modules.Exports{Default: i} }
+
+// Client makes a client for one VU. Options: see parseOptions.
+func (i *instance) Client(opts map[string]any) (*Client, error) {
+	o, err := parseOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{vu: i.vu, o: o}
+	switch o.proto {
+	case "h3":
+		c.rt, err = newH3(o, &c.cnt)
+	case "h2":
+		c.rt, err = newH2(o, &c.cnt)
+	}
+	return c, err
+}
+
+// ticketWait bounds how long a fresh connection waits for the server's session ticket.
+const ticketWait = 500 * time.Millisecond
+
+// Client is one logical client (one connection at a time) of one VU.
+type Client struct {
+	vu  modules.VU
+	o   options
+	cnt wire.Counter
+	rt  roundTripper
+}
+
+// roundTripper is one protocol's way to send a request and read the answer.
+type roundTripper interface {
+	do(r *request) (*result, error)
+	close()
+}
+
+// Execute runs one SQL statement and returns what the script needs to check it.
+func (c *Client) Execute(sql string) map[string]any {
+	r := newRequest(c.vu.Context(), c.o, sql)
+	defer r.cancel()
+	if c.o.fresh && c.o.tickets != nil {
+		c.o.tickets.reset()
+	}
+	start := time.Now()
+	res, err := c.rt.do(r)
+	ms := float64(time.Since(start).Nanoseconds()) / 1e6
+	ticket := false
+	if c.o.fresh {
+		if c.o.tickets != nil && err == nil {
+			ticket = c.o.tickets.wait(ticketWait) // see tickets.go; not timed
+		}
+		c.rt.close() // part of a cold start: the close is counted in the bytes
+	}
+	out := map[string]any{"ms": ms, "status": 0, "body": "", "error": ""}
+	if err != nil {
+		out["error"] = err.Error()
+		c.rt.close() // never reuse a broken connection
+	} else {
+		out["status"], out["proto"] = res.status, res.proto
+		out["resumed"], out["early"], out["encoding"] = res.resumed, res.early, res.coding
+		out["ticket"] = ticket
+		out["error"] = answerError(res)
+		if len(res.body) <= 4096 { // big bodies stay in Go: copying 37 MB into JS costs more than the request
+			out["body"] = res.body
+		}
+	}
+	out["sent"], out["recv"] = c.pushBytes()
+	return out
+}
+
+// answerError is "" for a good answer, else the HTTP status or the psdb error
+// (SQL errors come back as HTTP 200 with a top-level "error" object).
+func answerError(res *result) string {
+	if res.status != 200 {
+		return fmt.Sprintf("HTTP %d: %.200s", res.status, res.body)
+	}
+	if !strings.Contains(res.body, `"error"`) { // values are base64: the key cannot appear inside them
+		return ""
+	}
+	var a struct {
+		Error *struct{ Code, Message string } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(res.body), &a); err != nil {
+		return "unparsable answer: " + err.Error()
+	}
+	if a.Error == nil {
+		return ""
+	}
+	return a.Error.Code + ": " + a.Error.Message
+}
+
+// Close drops the current connection.
+func (c *Client) Close() { c.rt.close(); c.pushBytes() }
+
+// pushBytes reports the socket bytes since the last call as data_sent/data_received
+// and returns them, so scripts can leave warm-up calls out of their own figures.
+func (c *Client) pushBytes() (sent, recv int64) {
+	sent, recv = c.cnt.Take()
+	st := c.vu.State()
+	if st == nil {
+		return sent, recv
+	}
+	ctm := st.Tags.GetCurrentValues()
+	now := time.Now()
+	metrics.PushIfNotDone(c.vu.Context(), st.Samples, metrics.Samples{
+		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataSent, Tags: ctm.Tags},
+			Time: now, Metadata: ctm.Metadata, Value: float64(sent)},
+		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataReceived, Tags: ctm.Tags},
+			Time: now, Metadata: ctm.Metadata, Value: float64(recv)},
+	})
+	return sent, recv
+}
