@@ -9,6 +9,7 @@ pub mod connect_error;
 pub mod error_map;
 pub mod execute;
 pub mod log;
+pub mod message_body;
 pub mod pool;
 pub mod result;
 pub mod server;

@@ -7,6 +7,7 @@ use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
 use crate::execute;
 use crate::log::Level;
+use crate::message_body::MessageBody;
 use crate::pool::Pools;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
@@ -15,7 +16,7 @@ use http::header::{
     HeaderValue, ALLOW, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
 };
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -59,7 +60,7 @@ enum Rpc {
 pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<MessageBody>, Infallible> {
     if req.uri().path() == "/healthz" {
         return Ok(health(app.pools.target(), req.method()).await);
     }
@@ -89,7 +90,7 @@ async fn rpc(
     app: &App,
     req: Request<Incoming>,
     user: &mut String,
-) -> Result<Response<Full<Bytes>>, ConnectError> {
+) -> Result<Response<MessageBody>, ConnectError> {
     let path = req.uri().path();
     let rpc = match path.strip_prefix(SERVICE) {
         Some("Execute") => Rpc::Execute,
@@ -129,7 +130,7 @@ async fn dispatch(
     rpc: Rpc,
     creds: &Credentials,
     body: Bytes,
-) -> Result<Response<Full<Bytes>>, ConnectError> {
+) -> Result<Response<MessageBody>, ConnectError> {
     let bad = |e: prost::DecodeError| {
         ConnectError::new(
             Code::InvalidArgument,
@@ -206,20 +207,20 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Connec
     }
 }
 
-fn proto_response(msg: &impl Message) -> Response<Full<Bytes>> {
+fn proto_response(msg: &impl Message) -> Response<MessageBody> {
     let body = msg.encode_to_vec();
     let len = body.len();
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let mut resp = Response::new(MessageBody::new(body));
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
     h.insert(CONTENT_LENGTH, HeaderValue::from(len));
     resp
 }
 
-pub fn connect_error_response(e: &ConnectError) -> Response<Full<Bytes>> {
+pub fn connect_error_response(e: &ConnectError) -> Response<MessageBody> {
     let body = e.body();
     let len = body.len();
-    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    let mut resp = Response::new(MessageBody::new(body));
     *resp.status_mut() =
         StatusCode::from_u16(e.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = resp.headers_mut();
@@ -233,7 +234,7 @@ pub fn connect_error_response(e: &ConnectError) -> Response<Full<Bytes>> {
 
 /// For Envoy's active health checks: the shim is up and MySQL accepts
 /// connections (a bare connect, no login, so it costs MySQL almost nothing).
-async fn health(target: &MysqlTarget, method: &Method) -> Response<Full<Bytes>> {
+async fn health(target: &MysqlTarget, method: &Method) -> Response<MessageBody> {
     let (status, text) = if method != Method::GET && method != Method::HEAD {
         (StatusCode::METHOD_NOT_ALLOWED, "use GET\n".to_owned())
     } else {
@@ -245,7 +246,7 @@ async fn health(target: &MysqlTarget, method: &Method) -> Response<Full<Bytes>> 
             ),
         }
     };
-    let mut resp = Response::new(Full::new(Bytes::from(text)));
+    let mut resp = Response::new(MessageBody::new(text));
     *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));

@@ -67,3 +67,39 @@ async fn tls_below_1_3_is_refused() {
         .await;
     assert!(err.is_err(), "a TLS 1.2 handshake must fail");
 }
+
+/// gRPC sessions with the real client; CloseSession answers an empty message, which
+/// must still arrive as one (framed) message with grpc-status 0.
+#[tokio::test]
+async fn create_and_close_session_over_grpc() {
+    use ferry_e2e::grpc;
+    use ferry_proto::psdb::v1alpha1::{
+        CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
+    };
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let ch = grpc::channel(&cfg).await;
+    let created = grpc::unary::<_, CreateSessionResponse>(
+        ch.clone(),
+        CREATE_SESSION,
+        CreateSessionRequest::default(),
+        Some(&auth),
+    )
+    .await
+    .expect("CreateSession over gRPC")
+    .into_inner();
+    assert_eq!(created.branch, cfg.database);
+    assert!(created.session.is_some());
+    let closed = grpc::unary::<_, CloseSessionResponse>(
+        ch,
+        CLOSE_SESSION,
+        CloseSessionRequest {
+            session: created.session,
+        },
+        Some(&auth),
+    )
+    .await
+    .expect("CloseSession over gRPC")
+    .into_inner();
+    assert_eq!(closed, CloseSessionResponse::default());
+}
