@@ -275,3 +275,29 @@ async fn http3_bad_inputs() {
     h3.close().await;
     still_serving().await;
 }
+
+/// A gRPC client's deadline (grpc-timeout) bounds the call at Envoy: a query that
+/// runs longer ends with DEADLINE_EXCEEDED on time, and the stack keeps serving.
+#[tokio::test]
+async fn grpc_deadline_is_enforced() {
+    let cfg = cfg();
+    let c = ConnectClient::http2(&cfg);
+    let auth = cfg.basic_auth();
+    let msg = ExecuteRequest {
+        query: "SELECT SLEEP(3)".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let h = [
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+        ("grpc-timeout", "300m"),
+        ("authorization", auth.as_str()),
+    ];
+    let started = std::time::Instant::now();
+    let a = c.post(EXECUTE, &h, grpc_frame(&msg)).await;
+    let took = started.elapsed();
+    assert_grpc_error(&a, 4, "grpc-timeout 300m on a 3 s query");
+    assert!(took < std::time::Duration::from_secs(2), "answered after {took:?}");
+    still_serving().await;
+}
