@@ -11,6 +11,7 @@ export FERRY_SHIM_ADDR="${FERRY_E2E_SHIM_ADDR:-127.0.0.1:18081}"
 export FERRY_MYSQL_PORT="${FERRY_E2E_MYSQL_PORT:-43306}"
 export FERRY_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql.sock"
 export FERRY_SHIM_UNIX="$FERRY_RUN_DIR/shim.sock"
+export FERRY_EARLY_DATA=false  # the shipped default, which early_data.rs checks
 
 "$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"

@@ -298,6 +298,9 @@ async fn grpc_deadline_is_enforced() {
     let a = c.post(EXECUTE, &h, grpc_frame(&msg)).await;
     let took = started.elapsed();
     assert_grpc_error(&a, 4, "grpc-timeout 300m on a 3 s query");
-    assert!(took < std::time::Duration::from_secs(2), "answered after {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(2),
+        "answered after {took:?}"
+    );
     still_serving().await;
 }
