@@ -538,7 +538,9 @@ impl Exchange {
             return Ok(ResponseEdit::default());
         };
         call.response = ResponseFlow::Idle;
-        let result = convert_response(call.rpc, call.client, kind, status, body);
+        let client = call.client;
+        let result = convert_response(call.rpc, client, kind, status, body)
+            .and_then(|edit| within_limit(edit, client, self.limits));
         if result.is_err() {
             self.state = State::Answered;
         }
@@ -660,6 +662,29 @@ fn overflowed_answer(client: Client, status: u16, limits: Limits) -> ResponseEdi
             error_body(client, Code::ResourceExhausted, &message)
         }
         Family::Connect => http_error(client, status, b""),
+    }
+}
+
+/// A converted answer may be larger than the message it came from (protojson writes
+/// bytes as base64). Envoy resets a stream whose body is replaced past its buffer
+/// limit, from inside the filter's callback, which the proxy-wasm SDK cannot survive;
+/// so the converted body is held to `max_response_bytes` (below Envoy's limit) here.
+/// Its 200 is already out: gRPC ends with RESOURCE_EXHAUSTED, Connect is reset.
+fn within_limit(edit: ResponseEdit, client: Client, limits: Limits) -> Result<ResponseEdit, Reset> {
+    let BodyEdit::Replace(body) = &edit.body else {
+        return Ok(edit);
+    };
+    if limits.check_response(body.len()).is_ok() {
+        return Ok(edit);
+    }
+    let message = format!(
+        "the converted answer is {} bytes, over the {}-byte response limit; select fewer rows or columns",
+        body.len(),
+        limits.max_response_bytes
+    );
+    match client.protocol.family() {
+        Family::Grpc => Ok(error_body(client, Code::ResourceExhausted, &message)),
+        Family::Connect => Err(Reset(message)),
     }
 }
 

@@ -977,3 +977,63 @@ fn callbacks_without_a_call_pass() {
     assert_eq!(ex.on_response_body(5, true), ResponseBodyStep::Continue);
     assert_eq!(ex.on_response_trailers(), ResponseBodyStep::Continue);
 }
+
+/// Protojson grows a message (bytes become base64): a proto answer under the limit can
+/// convert to JSON over it, which must never be handed to Envoy.
+#[test]
+fn converted_answers_are_held_to_the_response_limit() {
+    // ~1,490 bytes of proto (under the 2,000 limit) → 1,976 base64 characters + JSON.
+    let big = ExecuteResponse {
+        result: Some(QueryResult {
+            rows: vec![Row {
+                lengths: vec![1480],
+                values: vec![b'a'; 1480],
+            }],
+            ..QueryResult::default()
+        }),
+        ..ExecuteResponse::default()
+    }
+    .encode_to_vec();
+    assert!(big.len() < limits().max_response_bytes);
+    let proto_head = response("200", "application/proto");
+
+    // Connect JSON: the 200 is out, so the stream is reset with the reason.
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let _ = ex.on_response_headers(&proto_head, false);
+    assert_eq!(
+        ex.on_response_body(big.len(), true),
+        ResponseBodyStep::Read(big.len())
+    );
+    let Err(Reset(reason)) = ex.finish_response(&big) else {
+        panic!("expected a reset")
+    };
+    assert!(
+        reason.contains("over the 2000-byte response limit"),
+        "{reason}"
+    );
+
+    // gRPC JSON: RESOURCE_EXHAUSTED in the trailers, no message.
+    let mut ex = forwarded(EXECUTE, "application/grpc+json");
+    let (_, edit) = respond(&mut ex, &proto_head, &big);
+    assert_eq!(replaced(&edit), b"");
+    assert!(
+        edit.trailers.contains(&("grpc-status", "8".to_owned())),
+        "{edit:?}"
+    );
+
+    // The same answer just under the limit converts as usual.
+    let small = ExecuteResponse {
+        result: Some(QueryResult {
+            rows: vec![Row {
+                lengths: vec![1000],
+                values: vec![b'a'; 1000],
+            }],
+            ..QueryResult::default()
+        }),
+        ..ExecuteResponse::default()
+    }
+    .encode_to_vec();
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let (_, edit) = respond(&mut ex, &proto_head, &small);
+    assert!(json_of(replaced(&edit))["result"]["rows"].is_array());
+}

@@ -304,3 +304,45 @@ async fn grpc_deadline_is_enforced() {
     );
     still_serving().await;
 }
+
+/// An answer that fits the shim's limit but not the gateway's once converted to
+/// protojson (base64 grows it by a third): ~55 MB of rows → ~73 MB of JSON, over the
+/// filter's 64 MiB. gRPC ends with RESOURCE_EXHAUSTED; a Connect client, whose 200
+/// is already out, sees the stream reset. Envoy and its VM survive both.
+#[tokio::test]
+async fn answers_too_large_after_conversion() {
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let query = "SELECT REPEAT('a', 1000000) FROM seq_1_to_55";
+
+    let mut h3 = H3Client::connect(&cfg).await.expect("HTTP/3");
+    let msg = serde_json::json!({ "query": query }).to_string();
+    let mut framed = vec![0u8];
+    framed.extend((msg.len() as u32).to_be_bytes());
+    framed.extend(msg.as_bytes());
+    let a = h3
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/grpc+json"),
+                ("authorization", &auth),
+            ],
+            Bytes::from(framed),
+        )
+        .await
+        .unwrap();
+    assert_grpc_error(&a, 8, "gRPC JSON answer over the limit after conversion");
+
+    let c = ConnectClient::http2(&cfg);
+    let body = serde_json::json!({ "query": query })
+        .to_string()
+        .into_bytes();
+    let h = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let r = c.send(reqwest::Method::POST, EXECUTE, &h, body).await;
+    assert!(r.is_err(), "a truncated answer must not look complete");
+
+    still_serving().await;
+}
