@@ -20,6 +20,7 @@
 use std::ops::Range;
 
 use crate::auth;
+use crate::codec::json::ToJsonError;
 use crate::compression;
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
@@ -450,7 +451,7 @@ impl Exchange {
         }
         // Headers only: no body callback will come, so the whole answer is decided now.
         call.response = ResponseFlow::Idle;
-        let step = match convert_response(call.rpc, client, kind, status, &[]) {
+        let step = match convert_response(call.rpc, client, kind, status, &[], limits) {
             Ok(edit) => headers_only(new_status, edits, edit),
             Err(Reset(message)) => {
                 ResponseHeadersStep::Reply(client.reply(&Rejection::new(Code::Internal, message)))
@@ -538,9 +539,7 @@ impl Exchange {
             return Ok(ResponseEdit::default());
         };
         call.response = ResponseFlow::Idle;
-        let client = call.client;
-        let result = convert_response(call.rpc, client, kind, status, body)
-            .and_then(|edit| within_limit(edit, client, self.limits));
+        let result = convert_response(call.rpc, call.client, kind, status, body, self.limits);
         if result.is_err() {
             self.state = State::Answered;
         }
@@ -665,29 +664,6 @@ fn overflowed_answer(client: Client, status: u16, limits: Limits) -> ResponseEdi
     }
 }
 
-/// A converted answer may be larger than the message it came from (protojson writes
-/// bytes as base64). Envoy resets a stream whose body is replaced past its buffer
-/// limit, from inside the filter's callback, which the proxy-wasm SDK cannot survive;
-/// so the converted body is held to `max_response_bytes` (below Envoy's limit) here.
-/// Its 200 is already out: gRPC ends with RESOURCE_EXHAUSTED, Connect is reset.
-fn within_limit(edit: ResponseEdit, client: Client, limits: Limits) -> Result<ResponseEdit, Reset> {
-    let BodyEdit::Replace(body) = &edit.body else {
-        return Ok(edit);
-    };
-    if limits.check_response(body.len()).is_ok() {
-        return Ok(edit);
-    }
-    let message = format!(
-        "the converted answer is {} bytes, over the {}-byte response limit; select fewer rows or columns",
-        body.len(),
-        limits.max_response_bytes
-    );
-    match client.protocol.family() {
-        Family::Grpc => Ok(error_body(client, Code::ResourceExhausted, &message)),
-        Family::Connect => Err(Reset(message)),
-    }
-}
-
 /// The body (and trailers) that complete a converted answer; `Err` when the answer
 /// cannot be completed and the stream must be reset.
 fn convert_response(
@@ -696,9 +672,10 @@ fn convert_response(
     kind: Conversion,
     status: u16,
     body: &[u8],
+    limits: Limits,
 ) -> Result<ResponseEdit, Reset> {
     match kind {
-        Conversion::Success => success(rpc, client, body),
+        Conversion::Success => success(rpc, client, body, limits),
         Conversion::ConnectError => Ok(match connect::parse_error(body) {
             Some((code, message)) => error_body(client, code, &message),
             None => http_error(client, status, body),
@@ -711,7 +688,7 @@ fn convert_response(
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reset(pub String);
 
-fn success(rpc: &Rpc, client: Client, body: &[u8]) -> Result<ResponseEdit, Reset> {
+fn success(rpc: &Rpc, client: Client, body: &[u8], limits: Limits) -> Result<ResponseEdit, Reset> {
     let protocol = client.protocol;
     if protocol == Protocol::GrpcProto {
         return Ok(grpc_proto_success(body.len()));
@@ -719,11 +696,28 @@ fn success(rpc: &Rpc, client: Client, body: &[u8]) -> Result<ResponseEdit, Reset
     let framed = protocol.family() == Family::Grpc;
     let header_len = if framed { grpc::HEADER_LEN } else { 0 };
     let mut out = vec![0; header_len];
-    if let Err(e) = (rpc.response_to_json)(body, &mut out) {
-        let message = format!("the shim's {} response is not valid: {e}", rpc.name);
+    let max_len = limits.max_response_bytes.saturating_add(header_len);
+    if let Err(e) = (rpc.response_to_json)(body, &mut out, max_len) {
+        let (code, message) = match e {
+            ToJsonError::Invalid(e) => (
+                Code::Internal,
+                format!("the shim's {} response is not valid: {e}", rpc.name),
+            ),
+            // Protojson outgrows the proto (base64): a message under the limit can
+            // convert to JSON over it. Envoy resets a stream whose body is replaced
+            // past its buffer limit from inside the callback, which the VM cannot
+            // survive, so the JSON is capped while it is written.
+            ToJsonError::TooLarge => (
+                Code::ResourceExhausted,
+                format!(
+                    "the answer converted to JSON is over the {}-byte response limit; select fewer rows or columns",
+                    limits.max_response_bytes
+                ),
+            ),
+        };
         // gRPC can still say so in its trailers; a Connect 200 is already out.
         return if framed {
-            Ok(error_body(client, Code::Internal, &message))
+            Ok(error_body(client, code, &message))
         } else {
             Err(Reset(message))
         };

@@ -9,6 +9,9 @@ use ferry_proto::psdb::v1alpha1::{
 
 use crate::codec::{json, proto, CodecError};
 
+/// Writes a response message as protojson into a buffer, up to a length.
+pub type ResponseToJson = fn(&[u8], &mut Vec<u8>, usize) -> Result<(), json::ToJsonError>;
+
 pub struct Rpc {
     /// The method name, also the value of the `x-ferry-rpc` request header.
     pub name: &'static str,
@@ -19,7 +22,7 @@ pub struct Rpc {
     /// Checks a protobuf request.
     pub validate_request: fn(&[u8]) -> Result<(), CodecError>,
     /// Protobuf response → protojson, appended to the given buffer.
-    pub response_to_json: fn(&[u8], &mut Vec<u8>) -> Result<(), CodecError>,
+    pub response_to_json: ResponseToJson,
 }
 
 impl std::fmt::Debug for Rpc {

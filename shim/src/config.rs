@@ -1,5 +1,6 @@
 //! The shim's settings, all from the environment (defaults match scripts/env.sh).
 use crate::log::Level;
+use crate::result::ResultLimits;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,7 +45,8 @@ pub struct Config {
     /// `FERRY_SHIM_MAX_REQUEST_BYTES` (64 MiB).
     pub max_request_bytes: usize,
     /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB): the row data one Execute may buffer.
-    pub max_result_bytes: usize,
+    /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB) / `FERRY_SHIM_MAX_RESULT_ROWS` (100,000).
+    pub result_limits: ResultLimits,
     /// `FERRY_LOG` (info).
     pub log_level: Level,
 }
@@ -108,7 +110,10 @@ impl Config {
             conn_lifetime: secs("FERRY_POOL_CONN_LIFETIME_SECS", 600)?,
             pool_wait: secs("FERRY_POOL_WAIT_SECS", 10)?,
             max_request_bytes: size("FERRY_SHIM_MAX_REQUEST_BYTES", 64 << 20)?,
-            max_result_bytes: size("FERRY_SHIM_MAX_RESULT_BYTES", 64 << 20)?,
+            result_limits: ResultLimits {
+                bytes: size("FERRY_SHIM_MAX_RESULT_BYTES", 64 << 20)?,
+                rows: size("FERRY_SHIM_MAX_RESULT_ROWS", 100_000)?.max(1),
+            },
             log_level,
         })
     }

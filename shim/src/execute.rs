@@ -18,7 +18,7 @@ use crate::connect_error::ConnectError;
 use crate::error_map::{sql_code, sql_message};
 use crate::log::Level;
 use crate::pool::Pools;
-use crate::result::{field, Rows};
+use crate::result::{field, Overflow, ResultLimits, Rows};
 use crate::statement::{classify, first_keyword, refusal_message, Verdict};
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionResponse, CreateSessionResponse, ExecuteRequest, ExecuteResponse, Role, Session,
@@ -85,7 +85,7 @@ pub async fn close_session(
 enum Outcome {
     Done(QueryResult),
     Sql(mysql_async::ServerError),
-    TooLarge,
+    TooLarge(Overflow),
     /// In a transaction or with autocommit off afterwards: state leaked.
     LeftState,
     /// The server asked for something the shim never does (LOAD DATA LOCAL).
@@ -96,7 +96,7 @@ pub async fn execute(
     pools: &Pools,
     creds: &Credentials,
     req: ExecuteRequest,
-    max_result_bytes: usize,
+    limits: ResultLimits,
 ) -> Result<ExecuteResponse, ConnectError> {
     let mut conn = pools.conn(creds).await?;
     let answer =
@@ -128,7 +128,7 @@ pub async fn execute(
     }
 
     let started = Instant::now();
-    let outcome = run(&mut conn, &req.query, max_result_bytes).await;
+    let outcome = run(&mut conn, &req.query, limits).await;
     let timing = started.elapsed().as_secs_f64();
 
     let outcome = match outcome {
@@ -171,10 +171,17 @@ pub async fn execute(
                 timing,
             )
         }
-        Outcome::TooLarge => {
-            let msg = format!(
-                "the result exceeds {max_result_bytes} bytes (FERRY_SHIM_MAX_RESULT_BYTES); select fewer rows or columns"
-            );
+        Outcome::TooLarge(overflow) => {
+            let msg = match overflow {
+                Overflow::Bytes => format!(
+                    "the result exceeds {} bytes (FERRY_SHIM_MAX_RESULT_BYTES); select fewer rows or columns",
+                    limits.bytes
+                ),
+                Overflow::Rows => format!(
+                    "row count exceeded {} (FERRY_SHIM_MAX_RESULT_ROWS); add a LIMIT or page through the rows",
+                    limits.rows
+                ),
+            };
             answer(None, Some(rpc_error(Code::ResourceExhausted, msg)), timing)
         }
         Outcome::Unsupported(msg) => {
@@ -203,10 +210,10 @@ pub async fn execute(
 async fn run(
     conn: &mut Conn,
     sql: &str,
-    max_result_bytes: usize,
+    limits: ResultLimits,
 ) -> Result<Outcome, mysql_async::Error> {
     let mut qr = QueryResult::default();
-    let mut rows = Rows::new(max_result_bytes);
+    let mut rows = Rows::new(limits);
     let first = async {
         let mut result = conn.query_iter(sql).await?;
         match result.columns() {
@@ -246,8 +253,8 @@ async fn run(
     {
         return Ok(Outcome::LeftState);
     }
-    if rows.overflow {
-        return Ok(Outcome::TooLarge);
+    if let Some(overflow) = rows.overflow {
+        return Ok(Outcome::TooLarge(overflow));
     }
     qr.rows = rows.rows;
     Ok(Outcome::Done(qr))

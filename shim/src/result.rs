@@ -76,43 +76,63 @@ pub fn row_from_values<'v>(values: impl Iterator<Item = Option<&'v Value>> + Clo
     }
 }
 
-/// Collects the rows of one result set up to a byte budget (row data only),
-/// so one huge SELECT cannot exhaust the shim's memory.
+/// How much of a result the shim keeps: row data bytes and rows. Rows cost memory
+/// of their own all the way to the client (a decoded message per row in the filter,
+/// an object per row in protojson), so tiny rows are bounded by count, as PlanetScale
+/// bounds them ("row count exceeded").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultLimits {
+    pub bytes: usize,
+    pub rows: usize,
+}
+
+/// Which limit a result passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overflow {
+    Bytes,
+    Rows,
+}
+
+/// Collects the rows of one result set up to its limits, so one huge SELECT cannot
+/// exhaust the shim's (or the filter's) memory.
 pub struct Rows {
     pub rows: Vec<Row>,
     bytes: usize,
-    limit: usize,
-    pub overflow: bool,
+    limits: ResultLimits,
+    pub overflow: Option<Overflow>,
 }
 
 impl Rows {
-    pub fn new(limit: usize) -> Self {
+    pub fn new(limits: ResultLimits) -> Self {
         Rows {
             rows: Vec::new(),
             bytes: 0,
-            limit,
-            overflow: false,
+            limits,
+            overflow: None,
         }
     }
 
     /// Adds a row; after the budget is exceeded rows are counted out, not kept.
     pub fn push(&mut self, r: &MysqlRow) {
-        if !self.overflow {
+        if self.overflow.is_none() {
             self.push_row(row(r));
         }
     }
 
     fn push_row(&mut self, row: Row) {
-        if self.overflow {
+        if self.overflow.is_some() {
             return;
         }
         self.bytes += row.values.len() + 8 * row.lengths.len();
-        if self.bytes > self.limit {
-            self.overflow = true;
-            self.rows = Vec::new();
+        self.overflow = if self.bytes > self.limits.bytes {
+            Some(Overflow::Bytes)
+        } else if self.rows.len() >= self.limits.rows {
+            Some(Overflow::Rows)
+        } else {
+            self.rows.push(row);
             return;
-        }
-        self.rows.push(row);
+        };
+        self.rows = Vec::new();
     }
 }
 
@@ -160,11 +180,30 @@ mod tests {
     #[test]
     fn rows_respect_the_budget() {
         let value = [Value::Bytes(vec![b'x'; 100])];
-        let mut rows = Rows::new(250);
+        let mut rows = Rows::new(ResultLimits {
+            bytes: 250,
+            rows: 10,
+        });
         rows.push_row(row_from_values(value.iter().map(Some)));
         rows.push_row(row_from_values(value.iter().map(Some)));
-        assert!(!rows.overflow);
+        assert_eq!(rows.overflow, None);
         rows.push_row(row_from_values(value.iter().map(Some)));
-        assert!(rows.overflow && rows.rows.is_empty());
+        assert_eq!(rows.overflow, Some(Overflow::Bytes));
+        assert!(rows.rows.is_empty());
+    }
+
+    #[test]
+    fn rows_respect_the_row_limit() {
+        let value = [Value::Bytes(b"x".to_vec())];
+        let mut rows = Rows::new(ResultLimits {
+            bytes: 1000,
+            rows: 2,
+        });
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        assert_eq!((rows.overflow, rows.rows.len()), (None, 2));
+        rows.push_row(row_from_values(value.iter().map(Some)));
+        assert_eq!(rows.overflow, Some(Overflow::Rows));
+        assert!(rows.rows.is_empty());
     }
 }

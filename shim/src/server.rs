@@ -9,6 +9,7 @@ use crate::execute;
 use crate::log::Level;
 use crate::message_body::MessageBody;
 use crate::pool::Pools;
+use crate::result::ResultLimits;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
 use ferry_proto::vitess::vtrpc::Code;
@@ -36,7 +37,7 @@ const PROTO: &str = "application/proto";
 pub struct App {
     pub pools: Pools,
     pub max_request_bytes: usize,
-    pub max_result_bytes: usize,
+    pub result_limits: ResultLimits,
 }
 
 impl App {
@@ -44,7 +45,7 @@ impl App {
         App {
             pools: Pools::new(cfg),
             max_request_bytes: cfg.max_request_bytes,
-            max_result_bytes: cfg.max_result_bytes,
+            result_limits: cfg.result_limits,
         }
     }
 }
@@ -140,7 +141,7 @@ async fn dispatch(
     Ok(match rpc {
         Rpc::Execute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::execute(&app.pools, creds, req, app.max_result_bytes).await?)
+            proto_response(&execute::execute(&app.pools, creds, req, app.result_limits).await?)
         }
         Rpc::CreateSession => {
             CreateSessionRequest::decode(body).map_err(bad)?;

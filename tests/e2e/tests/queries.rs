@@ -250,3 +250,19 @@ async fn sql_errors_come_back_in_the_error_field_every_way() {
         Code::AlreadyExists
     );
 }
+
+/// Rows are bounded by count as well as bytes (FERRY_SHIM_MAX_RESULT_ROWS, 100,000):
+/// tiny rows cost memory of their own all the way to the client.
+#[tokio::test]
+async fn row_count_is_bounded() {
+    let r = execute(Way::ConnectJsonH2, "SELECT 1 FROM seq_1_to_100000").await;
+    assert_eq!(result(&r).rows.len(), 100_000);
+    let r = execute(Way::ConnectJsonH2, "SELECT 1 FROM seq_1_to_100001").await;
+    let e = r.error.as_ref().expect("over the row limit");
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    assert!(
+        e.message.contains("row count exceeded 100000"),
+        "{}",
+        e.message
+    );
+}
