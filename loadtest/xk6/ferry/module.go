@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"go.k6.io/k6/js/modules"
-	"go.k6.io/k6/metrics"
 
 	"ferry/loadtest/xk6/wire"
 )
@@ -123,21 +122,5 @@ func answerError(res *result) string {
 // Close drops the current connection.
 func (c *Client) Close() { c.rt.close(); c.pushBytes() }
 
-// pushBytes reports the socket bytes since the last call as data_sent/data_received
-// and returns them, so scripts can leave warm-up calls out of their own figures.
-func (c *Client) pushBytes() (sent, recv int64) {
-	sent, recv = c.cnt.Take()
-	st := c.vu.State()
-	if st == nil {
-		return sent, recv
-	}
-	ctm := st.Tags.GetCurrentValues()
-	now := time.Now()
-	metrics.PushIfNotDone(c.vu.Context(), st.Samples, metrics.Samples{
-		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataSent, Tags: ctm.Tags},
-			Time: now, Metadata: ctm.Metadata, Value: float64(sent)},
-		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataReceived, Tags: ctm.Tags},
-			Time: now, Metadata: ctm.Metadata, Value: float64(recv)},
-	})
-	return sent, recv
-}
+// pushBytes reports the socket bytes since the last call (see wire.Push).
+func (c *Client) pushBytes() (sent, recv int64) { return wire.Push(c.vu, &c.cnt) }

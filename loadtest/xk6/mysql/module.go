@@ -24,7 +24,6 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"go.k6.io/k6/js/modules"
-	"go.k6.io/k6/metrics"
 
 	"ferry/loadtest/xk6/wire"
 )
@@ -166,21 +165,5 @@ func (c *Client) Close() {
 // Drop closes the connection and reports its last bytes (end of a VU's run).
 func (c *Client) Drop() { c.Close(); c.pushBytes() }
 
-// pushBytes reports the socket bytes since the last call as data_sent/data_received
-// and returns them, so scripts can leave warm-up calls out of their own figures.
-func (c *Client) pushBytes() (sent, recv int64) {
-	sent, recv = c.cnt.Take()
-	st := c.vu.State()
-	if st == nil {
-		return sent, recv
-	}
-	ctm := st.Tags.GetCurrentValues()
-	now := time.Now()
-	metrics.PushIfNotDone(c.vu.Context(), st.Samples, metrics.Samples{
-		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataSent, Tags: ctm.Tags},
-			Time: now, Metadata: ctm.Metadata, Value: float64(sent)},
-		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataReceived, Tags: ctm.Tags},
-			Time: now, Metadata: ctm.Metadata, Value: float64(recv)},
-	})
-	return sent, recv
-}
+// pushBytes reports the socket bytes since the last call (see wire.Push).
+func (c *Client) pushBytes() (sent, recv int64) { return wire.Push(c.vu, &c.cnt) }

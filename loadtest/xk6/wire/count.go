@@ -6,6 +6,10 @@ package wire
 import (
 	"net"
 	"sync/atomic"
+	"time"
+
+	"go.k6.io/k6/js/modules"
+	"go.k6.io/k6/metrics"
 )
 
 // Counter accumulates bytes sent and received; safe for concurrent use.
@@ -49,4 +53,23 @@ func (p *PacketConn) WriteTo(b []byte, a net.Addr) (int, error) {
 	n, err := p.PacketConn.WriteTo(b, a)
 	p.C.sent.Add(int64(n))
 	return n, err
+}
+
+// Push reports the bytes counted since the last call as k6's data_sent/data_received
+// for the VU and returns them, so scripts can leave warm-up calls out of their figures.
+func Push(vu modules.VU, c *Counter) (sent, recv int64) {
+	sent, recv = c.Take()
+	st := vu.State()
+	if st == nil {
+		return sent, recv
+	}
+	ctm := st.Tags.GetCurrentValues()
+	now := time.Now()
+	metrics.PushIfNotDone(vu.Context(), st.Samples, metrics.Samples{
+		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataSent, Tags: ctm.Tags},
+			Time: now, Metadata: ctm.Metadata, Value: float64(sent)},
+		{TimeSeries: metrics.TimeSeries{Metric: st.BuiltinMetrics.DataReceived, Tags: ctm.Tags},
+			Time: now, Metadata: ctm.Metadata, Value: float64(recv)},
+	})
+	return sent, recv
 }

@@ -5,6 +5,20 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::net::ToSocketAddrs;
 use std::sync::Arc;
 
+/// TLS 1.3 only, trusting the dev CA, ALPN h3: what every HTTP/3 client here uses.
+pub fn tls_config(cfg: &Config) -> Result<rustls::ClientConfig, BoxError> {
+    crate::config::install_crypto_provider();
+    let mut roots = rustls::RootCertStore::empty();
+    for der in cfg.ca_der() {
+        roots.add(der)?;
+    }
+    let mut tls = rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    Ok(tls)
+}
+
 pub struct H3Client {
     send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
     authority: String,
@@ -14,17 +28,7 @@ pub struct H3Client {
 
 impl H3Client {
     pub async fn connect(cfg: &Config) -> Result<H3Client, BoxError> {
-        crate::config::install_crypto_provider();
-        let mut roots = rustls::RootCertStore::empty();
-        for der in cfg.ca_der() {
-            roots.add(der)?;
-        }
-        let mut tls =
-            rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-        tls.alpn_protocols = vec![b"h3".to_vec()];
-        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
+        let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls_config(cfg)?)?;
         let addr = (cfg.host.as_str(), cfg.port)
             .to_socket_addrs()?
             .next()

@@ -56,19 +56,11 @@ impl ClientSessionStore for RecordingStore {
 #[tokio::test]
 async fn http3_0rtt_is_refused_by_default() {
     let cfg = cfg();
-    ferry_e2e::config::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for der in cfg.ca_der() {
-        roots.add(der).unwrap();
-    }
     let store = Arc::new(RecordingStore {
         inner: ClientSessionMemoryCache::new(8),
         early_data_sizes: Mutex::new(Vec::new()),
     });
-    let mut tls = rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13])
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let mut tls = ferry_e2e::h3_client::tls_config(&cfg).unwrap();
     tls.enable_early_data = true; // the client would send 0-RTT if allowed
     tls.resumption = rustls::client::Resumption::store(store.clone());
     let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
