@@ -52,7 +52,7 @@ stack_up() {
   "${SRV_NS[@]}" "$STACK" up >"$OUT/logs/stack-up.log" 2>&1 \
     || { cat "$OUT/logs/stack-up.log" >&2; return 1; }
   # Clients in the other namespace connect from 10.77.0.2: let the bench user in from there.
-  mariadb --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" -e "
+  mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -e "
     CREATE USER IF NOT EXISTS 'ferry'@'10.77.0.%' IDENTIFIED BY 'ferry';
     GRANT ALL PRIVILEGES ON ferry.* TO 'ferry'@'10.77.0.%';"
   "$LT/bin/fixtures" -socket "$FERRY_MYSQL_SOCKET" -out "$DATA" 2>&1 | sed 's/^/  /'

@@ -10,17 +10,36 @@ export FERRY_ADMIN_PORT="${FERRY_E2E_ADMIN_PORT:-19901}"
 export FERRY_SHIM_ADDR="${FERRY_E2E_SHIM_ADDR:-127.0.0.1:18081}"
 export FERRY_MYSQL_PORT="${FERRY_E2E_MYSQL_PORT:-43306}"
 export FERRY_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql.sock"
-export FERRY_SHIM_UNIX="$FERRY_RUN_DIR/shim.sock"
+export FERRY_SHIM_UNIX="$FERRY_RUN_DIR/shim/shim.sock"
 export FERRY_EARLY_DATA=false  # the shipped default, which early_data.rs checks
+# The shim runs as an unprivileged OS user of its own, as it should in production;
+# accounts.rs gives that OS user a unix_socket MariaDB account and expects it refused.
+if [ "$(id -u)" -eq 0 ]; then
+  export FERRY_SHIM_USER="${FERRY_E2E_SHIM_USER:-ferry-shim}"
+  id -u "$FERRY_SHIM_USER" >/dev/null 2>&1 \
+    || useradd --system --no-create-home --shell /usr/sbin/nologin "$FERRY_SHIM_USER"
+fi
+export FERRY_SHIM_OS_USER="${FERRY_SHIM_USER:-$(id -un)}"
+# A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket.
+TCP_RUN_DIR="$FERRY_RUN_DIR/tcp"
+export FERRY_E2E_TCP_PORT="${FERRY_E2E_TCP_PORT:-18444}"
+tcp_gateway() {
+  FERRY_RUN_DIR="$TCP_RUN_DIR" FERRY_PORT="$FERRY_E2E_TCP_PORT" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}" FERRY_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}" \
+    FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp "$ROOT/scripts/stack.sh" "$@"
+}
+stop_all() { tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
-"$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true
+stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
-trap '"$ROOT/scripts/stack.sh" down' EXIT
+trap stop_all EXIT
 "$ROOT/scripts/stack.sh" up >/dev/null
-echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT)"
+mkdir -p "$TCP_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TCP_RUN_DIR/"  # one dev CA for both
+tcp_gateway gateway >/dev/null
+echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT)"
 
 status=0
-cargo test -p ferry-e2e --tests -- --test-threads=4 || status=$?
+cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
@@ -29,10 +48,10 @@ FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*
 
 # Envoy and the shim must have survived every bad input above.
 "$ROOT/scripts/stack.sh" status
-for n in envoy shim mysql; do
-  kill -0 "$(cat "$FERRY_RUN_DIR/pids/$n.pid")" 2>/dev/null || { echo "$n died during the tests" >&2; status=1; }
+for pid in "$FERRY_RUN_DIR"/pids/{envoy,shim,mysql}.pid "$TCP_RUN_DIR"/pids/{envoy,shim}.pid; do
+  kill -0 "$(cat "$pid")" 2>/dev/null || { echo "$pid: died during the tests" >&2; status=1; }
 done
-if grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$FERRY_RUN_DIR/logs/envoy.log" "$FERRY_RUN_DIR/logs/shim.log"; then
+if grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$FERRY_RUN_DIR"/logs/{envoy,shim}.log "$TCP_RUN_DIR"/logs/{envoy,shim}.log; then
   echo "a panic or VM failure was logged" >&2; status=1
 fi
 [ $status -eq 0 ] || { echo "--- envoy.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/envoy.log"; echo "--- shim.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/shim.log"; }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Starts and stops the local Ferry stack: MariaDB -> shim -> Envoy (+ wasm filter).
 #   stack.sh up | down | status | run (up, then follow the logs; Ctrl-C stops)
+#   stack.sh gateway   shim + Envoy only, for a MariaDB that is already running
 # Pids and logs live under $FERRY_RUN_DIR/{pids,logs}; data under $FERRY_RUN_DIR/mysql.
+# MariaDB's root has a random password, in $FERRY_RUN_DIR/mysql-root.cnf (mode 0600):
+#   mariadb --defaults-file=.run/mysql-root.cnf --socket=.run/mysql.sock
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 PIDS="$FERRY_RUN_DIR/pids" LOGS="$FERRY_RUN_DIR/logs" DATA="$FERRY_RUN_DIR/mysql"
@@ -24,20 +27,48 @@ wait_for() { # wait_for WHAT SECONDS CMD...
   echo "timed out waiting for $what; see $LOGS" >&2; return 1
 }
 
-sql_root() { mariadb --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" "$@"; }
+ROOT_CNF="$FERRY_RUN_DIR/mysql-root.cnf"
+sql_root() { mariadb --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" "$@"; }
+
+# root_sql PASSWORD: the only root account is root@localhost, with this password.
+root_sql() {
+  cat <<SQL
+DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host <> 'localhost');
+FLUSH PRIVILEGES;
+ALTER USER 'root'@'localhost' IDENTIFIED BY '$1';
+SQL
+}
+
+write_root_cnf() { (umask 077 && printf '[client]\nuser=root\npassword=%s\n' "$1" > "$ROOT_CNF"); }
 
 mysql_up() {
   if ! [ -d "$DATA/mysql" ]; then
     echo "initialising MariaDB data dir $DATA"
     mkdir -p "$DATA"
+    # root gets a random password while the data dir is created: it is never
+    # passwordless on a running server.
+    local pw init="$FERRY_RUN_DIR/mysql-init.sql"
+    pw=$(openssl rand -hex 24)
+    (umask 077 && { echo "FLUSH PRIVILEGES;"; root_sql "$pw"; } > "$init")
     mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$DATA" \
-      --auth-root-authentication-method=normal --skip-test-db >"$LOGS/mysql-init.log" 2>&1
+      --auth-root-authentication-method=normal --skip-test-db --extra-file="$init" \
+      >"$LOGS/mysql-init.log" 2>&1 || { rm -f "$init"; cat "$LOGS/mysql-init.log" >&2; return 1; }
+    rm -f "$init"
+    write_root_cnf "$pw"
   fi
   start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
     --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
     --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" \
     --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
-  wait_for MariaDB 30 sql_root -e 'SELECT 1'
+  wait_for MariaDB 30 mariadb-admin --no-defaults --socket="$FERRY_MYSQL_SOCKET" ping
+  if ! [ -s "$ROOT_CNF" ]; then
+    # A data dir made before root had a password: give it one now.
+    local pw; pw=$(openssl rand -hex 24)
+    root_sql "$pw" | mariadb --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" \
+      || { echo "cannot log in as root to $DATA: write its password to $ROOT_CNF or remove $DATA" >&2; return 1; }
+    write_root_cnf "$pw"
+  fi
+  wait_for "MariaDB login as root" 30 sql_root -e 'SELECT 1'
   # The dev database and user (idempotent; MySQL is the source of truth for users).
   sql_root <<SQL
 CREATE DATABASE IF NOT EXISTS \`$FERRY_MYSQL_DATABASE\`;
@@ -50,7 +81,15 @@ SQL
 
 shim_up() {
   [ -x "$FERRY_SHIM_BIN" ] || { echo "no shim binary at $FERRY_SHIM_BIN (run make build)" >&2; exit 1; }
-  start shim "$FERRY_SHIM_BIN"
+  local cmd=("$FERRY_SHIM_BIN")
+  # FERRY_MYSQL_TRANSPORT=tcp: reach MySQL at host:port even though a socket is known.
+  if [ "$FERRY_MYSQL_TRANSPORT" = tcp ]; then cmd=(env -u FERRY_MYSQL_SOCKET "${cmd[@]}"); fi
+  if [ -n "$FERRY_SHIM_USER" ] && [ "$FERRY_SHIM_USER" != "$(id -un)" ]; then
+    # The shim as its own unprivileged OS user; its unix socket's directory is its own.
+    [ -z "$FERRY_SHIM_UNIX" ] || { mkdir -p "$(dirname "$FERRY_SHIM_UNIX")" && chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"; }
+    cmd=(setpriv --reuid="$FERRY_SHIM_USER" --regid="$(id -g "$FERRY_SHIM_USER")" --init-groups -- "${cmd[@]}")
+  fi
+  start shim "${cmd[@]}"
   wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
 }
 
@@ -90,11 +129,12 @@ HINT
 
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
+  gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
   down) stop envoy; stop shim; stop mysql ;;
   status) for n in mysql shim envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
   run)
     trap '"$0" down; exit 0' INT TERM
     "$0" up
     tail -n 0 -F "$LOGS/shim.log" "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
-  *) echo "usage: $0 up|down|status|run" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|run|gateway" >&2; exit 2 ;;
 esac

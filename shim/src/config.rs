@@ -1,4 +1,5 @@
 //! The shim's settings, all from the environment (defaults match scripts/env.sh).
+use crate::account::AccountPolicy;
 use crate::log::Level;
 use crate::result::ResultLimits;
 use std::net::SocketAddr;
@@ -44,9 +45,15 @@ pub struct Config {
     pub pool_wait: Duration,
     /// `FERRY_SHIM_MAX_REQUEST_BYTES` (64 MiB).
     pub max_request_bytes: usize,
-    /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB): the row data one Execute may buffer.
-    /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB) / `FERRY_SHIM_MAX_RESULT_ROWS` (100,000).
+    /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB): the row data one Execute may buffer;
+    /// `FERRY_SHIM_MAX_RESULT_ROWS` (100,000): its rows.
     pub result_limits: ResultLimits,
+    /// `FERRY_DENY_USERS`, `FERRY_PASSWORD_PLUGINS`, `FERRY_VERIFY_ACCOUNT`: who is served.
+    pub account: AccountPolicy,
+    /// `FERRY_AUTH_FAILURE_DELAY_MS` (250): every `unauthenticated` answer leaves no
+    /// sooner than this after the request arrived, so a refusal before MySQL is
+    /// asked and one after a login look alike (and password guessing is slowed).
+    pub auth_failure_delay: Duration,
     /// `FERRY_LOG` (info).
     pub log_level: Level,
 }
@@ -89,6 +96,35 @@ impl Config {
         if pool_max == 0 {
             return Err("FERRY_POOL_MAX must be at least 1".into());
         }
+        // A comma-separated list; `none` empties it.
+        let list = |name: &str, default: &[&str]| -> Vec<String> {
+            match var(name) {
+                None => default.iter().map(|s| s.to_string()).collect(),
+                Some(v) if v.trim().eq_ignore_ascii_case("none") => Vec::new(),
+                Some(v) => v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+            }
+        };
+        let verify_account = match var("FERRY_VERIFY_ACCOUNT").as_deref() {
+            None | Some("true" | "1" | "yes") => true,
+            Some("false" | "0" | "no") => false,
+            Some(v) => return Err(format!("FERRY_VERIFY_ACCOUNT={v:?} is not true or false")),
+        };
+        let account = AccountPolicy {
+            deny_users: list("FERRY_DENY_USERS", crate::account::DEFAULT_DENY_USERS),
+            password_plugins: list(
+                "FERRY_PASSWORD_PLUGINS",
+                crate::account::DEFAULT_PASSWORD_PLUGINS,
+            )
+            .into_iter()
+            .map(|p| p.to_ascii_lowercase())
+            .collect(),
+            verify_account,
+        };
         let log_level = match var("FERRY_LOG") {
             None => Level::Info,
             Some(v) => Level::parse(&v)
@@ -114,6 +150,8 @@ impl Config {
                 bytes: size("FERRY_SHIM_MAX_RESULT_BYTES", 64 << 20)?,
                 rows: size("FERRY_SHIM_MAX_RESULT_ROWS", 100_000)?.max(1),
             },
+            account,
+            auth_failure_delay: Duration::from_millis(parsed("FERRY_AUTH_FAILURE_DELAY_MS", 250)?),
             log_level,
         })
     }
@@ -139,6 +177,9 @@ mod tests {
             ("ferry", 16, 64)
         );
         assert_eq!(c.max_request_bytes, 64 << 20);
+        assert_eq!(c.account, AccountPolicy::default());
+        assert!(c.account.deny_users.iter().any(|u| u == "root"));
+        assert_eq!(c.auth_failure_delay, Duration::from_millis(250));
 
         let env = |name: &str| match name {
             "FERRY_MYSQL_SOCKET" => Some("/tmp/my.sock".to_string()),
@@ -150,6 +191,22 @@ mod tests {
         let c = Config::from_lookup(env).unwrap();
         assert_eq!(c.mysql, MysqlTarget::Socket("/tmp/my.sock".into()));
         assert_eq!((c.pool_max, c.log_level), (4, Level::Debug));
+
+        let env = |name: &str| match name {
+            "FERRY_DENY_USERS" => Some(" admin, ,ops ".to_string()),
+            "FERRY_PASSWORD_PLUGINS" => Some("ED25519".to_string()),
+            "FERRY_VERIFY_ACCOUNT" => Some("false".to_string()),
+            _ => None,
+        };
+        let c = Config::from_lookup(env).unwrap();
+        assert_eq!(c.account.deny_users, ["admin", "ops"]);
+        assert_eq!(c.account.password_plugins, ["ed25519"]);
+        assert!(!c.account.verify_account);
+        let c = Config::from_lookup(|n| (n == "FERRY_DENY_USERS").then(|| "none".into())).unwrap();
+        assert!(c.account.deny_users.is_empty());
+        assert!(
+            Config::from_lookup(|n| (n == "FERRY_VERIFY_ACCOUNT").then(|| "maybe".into())).is_err()
+        );
 
         assert!(Config::from_lookup(|n| (n == "FERRY_POOL_MAX").then(|| "0".to_string())).is_err());
         assert!(

@@ -3,7 +3,9 @@
 //! pools, statement policy, column type mapping and `QueryResult` encoding.
 //! Client framing, codecs and compression live in the Envoy filter, never here.
 
+pub mod account;
 pub mod auth;
+pub mod auth_clause;
 pub mod config;
 pub mod connect_error;
 pub mod error_map;

@@ -11,10 +11,16 @@
 //! `sweep`. A dropped pool closes its idle connections once its in-flight ones
 //! return.
 //!
+//! Before a new credential's pool is admitted, its first connection must show
+//! that the client's password is what let it in (account.rs): the pool of an
+//! account that MySQL would let in by the shim's own OS identity is never
+//! admitted, and no request is served from it.
+//!
 //! Every connection handed out is armed to be reset (COM_RESET_CONNECTION)
 //! when it goes back to the pool; the executor disarms it only after proving
 //! the statement left nothing behind. So a request that is cancelled halfway,
 //! or a path that forgets, costs a reset, never a leaked transaction.
+use crate::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
 use crate::auth::Credentials;
 use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
@@ -57,6 +63,7 @@ pub struct Pools {
     idle: Duration,
     lifetime: Duration,
     wait: Duration,
+    policy: AccountPolicy,
     /// Random per process: the hashes mean nothing outside it.
     hasher: RandomState,
     state: Mutex<State>,
@@ -72,6 +79,7 @@ impl Pools {
             idle: cfg.pool_idle,
             lifetime: cfg.conn_lifetime,
             wait: cfg.pool_wait,
+            policy: cfg.account.clone(),
             hasher: RandomState::new(),
             state: Mutex::new(State::default()),
         }
@@ -86,21 +94,34 @@ impl Pools {
     }
 
     /// A connection for these credentials, armed for reset on return (see the
-    /// module comment). Errors are Connect errors: 401 when MySQL rejects the
-    /// credentials, 503 when it cannot be reached, 429 when it is saturated.
+    /// module comment). Errors are Connect errors: 401 when the credential is
+    /// refused (by the policy or by MySQL, one message for all), 503 when MySQL
+    /// cannot be reached, 429 when it is saturated.
     pub async fn conn(&self, creds: &Credentials) -> Result<Conn, ConnectError> {
+        self.policy
+            .precheck(creds)
+            .map_err(|r| refused(&creds.user, &r))?;
         let key = Key {
             user: creds.user.clone(),
             password_hash: self.hasher.hash_one(&creds.password),
         };
         let (pool, id, pending) = self.pool_for(&key, creds);
         let err = match tokio::time::timeout(self.wait, pool.get_conn()).await {
-            Ok(Ok(conn)) => {
-                if pending {
+            Ok(Ok(conn)) if !pending => return Ok(conn),
+            Ok(Ok(mut conn)) => match self.policy.verify(&mut conn, creds).await {
+                Ok(()) => {
                     self.promote(&key, id);
+                    return Ok(conn);
                 }
-                return Ok(conn);
-            }
+                Err(VerifyError::Refused(r)) => {
+                    let _ = conn.disconnect().await;
+                    refused(&creds.user, &r)
+                }
+                Err(VerifyError::Mysql(e)) => ConnectError::new(
+                    Code::Unavailable,
+                    format!("lost the MySQL connection while checking the account: {e}"),
+                ),
+            },
             Ok(Err(e)) => self.connect_failure(&e, &creds.user),
             Err(_) => ConnectError::new(
                 Code::Unavailable,
@@ -110,7 +131,7 @@ impl Pools {
                 ),
             ),
         };
-        // A rejected credential must not keep a pool; neither does a new pool
+        // A refused credential must not keep a pool; neither does a new pool
         // that never managed to open a connection.
         if pending || err.code == Code::Unauthenticated {
             self.forget(&key, id);
@@ -239,17 +260,26 @@ impl Pools {
         match e {
             mysql_async::Error::Server(se) => {
                 let code = connect_code(se.code);
-                let message = match code {
-                    Code::Unauthenticated => format!(
-                        "MySQL rejected the credentials of user {user:?}: {} (errno {})",
-                        se.message, se.code
-                    ),
-                    _ => format!(
+                if code == Code::Unauthenticated {
+                    // MySQL's own message (and errno: 1045 or 1698, 1044 for a
+                    // right password without the database...) would tell which
+                    // accounts exist: logged, not answered.
+                    crate::log!(
+                        Level::Warn,
+                        "mysql refused the login",
+                        user = user,
+                        errno = se.code,
+                        error = se.message
+                    );
+                    return ConnectError::new(code, AUTH_FAILED);
+                }
+                ConnectError::new(
+                    code,
+                    format!(
                         "MySQL refused a connection: {} (errno {})",
                         se.message, se.code
                     ),
-                };
-                ConnectError::new(code, message)
+                )
             }
             other => ConnectError::new(
                 Code::Unavailable,
@@ -257,6 +287,23 @@ impl Pools {
             ),
         }
     }
+}
+
+/// The client's answer to a credential the policy refuses; the reason is logged.
+fn refused(user: &str, reason: &Refusal) -> ConnectError {
+    crate::log!(
+        Level::Warn,
+        "credential refused",
+        user = user,
+        reason = reason
+    );
+    let message = match reason {
+        Refusal::EmptyPassword => {
+            "empty passwords are not accepted: the account's password is what authenticates"
+        }
+        _ => AUTH_FAILED,
+    };
+    ConnectError::new(Code::Unauthenticated, message)
 }
 
 /// Password comparison that does not stop at the first differing byte.

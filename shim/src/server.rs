@@ -38,6 +38,8 @@ pub struct App {
     pub pools: Pools,
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
+    /// The earliest an `unauthenticated` answer may leave (account.rs).
+    pub auth_failure_delay: Duration,
 }
 
 impl App {
@@ -46,6 +48,7 @@ impl App {
             pools: Pools::new(cfg),
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
+            auth_failure_delay: cfg.auth_failure_delay,
         }
     }
 }
@@ -65,9 +68,18 @@ pub async fn handle(
     if req.uri().path() == "/healthz" {
         return Ok(health(app.pools.target(), req.method()).await);
     }
+    let arrived = tokio::time::Instant::now();
     let path = req.uri().path().to_owned();
     let mut user = String::new();
     let answer = rpc(&app, req, &mut user).await;
+    if answer
+        .as_ref()
+        .is_err_and(|e| e.code == Code::Unauthenticated)
+    {
+        // One timing shape for every refusal: before MySQL, after a failed
+        // login, or after a login the policy refused.
+        tokio::time::sleep_until(arrived + app.auth_failure_delay).await;
+    }
     Ok(answer.unwrap_or_else(|e| {
         let level = if e.status() >= 500 {
             Level::Error

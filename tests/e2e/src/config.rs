@@ -10,6 +10,8 @@ pub struct Config {
     pub password: String,
     pub database: String,
     pub mysql_socket: PathBuf,
+    /// MariaDB's root credentials (a client option file, mode 0600), made by scripts/stack.sh.
+    pub root_cnf: PathBuf,
 }
 
 fn var(name: &str, default: &str) -> String {
@@ -36,11 +38,30 @@ impl Config {
                 "FERRY_MYSQL_SOCKET",
                 &run_dir.join("mysql.sock").to_string_lossy(),
             )),
+            root_cnf: run_dir.join("mysql-root.cnf"),
         }
     }
 
     pub fn base_url(&self) -> String {
         format!("https://{}:{}", self.host, self.port)
+    }
+
+    /// The same stack on another port (e.g. the e2e gateway whose shim reaches MySQL over TCP).
+    pub fn with_port(&self, port: u16) -> Config {
+        Config {
+            port,
+            ..self.clone()
+        }
+    }
+
+    /// root's password, from the option file the stack wrote.
+    pub fn root_password(&self) -> String {
+        let cnf = std::fs::read_to_string(&self.root_cnf)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", self.root_cnf.display()));
+        cnf.lines()
+            .find_map(|l| l.strip_prefix("password="))
+            .unwrap_or_else(|| panic!("no password= in {}", self.root_cnf.display()))
+            .to_owned()
     }
 
     pub fn basic_auth(&self) -> String {

@@ -164,11 +164,13 @@ fn from_json(a: &Answer) -> ExecuteResponse {
 }
 
 /// Runs SQL directly on MariaDB with the `mariadb` client (an independent view,
-/// not through Ferry's pool), as root over the stack's unix socket.
+/// not through Ferry's pool), as root (its password from the stack's option
+/// file) over the stack's unix socket.
 pub fn mariadb_root(sql: &str) -> String {
     let cfg = cfg();
     let out = std::process::Command::new("mariadb")
-        .args(["--no-defaults", "-uroot", "-N", "-B"])
+        .arg(format!("--defaults-file={}", cfg.root_cnf.display()))
+        .args(["-N", "-B"])
         .arg(format!("--socket={}", cfg.mysql_socket.display()))
         .arg(&cfg.database)
         .args(["-e", sql])

@@ -1,0 +1,269 @@
+//! Which MySQL accounts the gateway serves, and proof that the client's own
+//! password is what let a login in.
+//!
+//! MySQL decides whether a password is right, but a login MySQL accepts does
+//! not always prove one: `unix_socket` (MariaDB) and `auth_socket` (MySQL)
+//! accept a socket connection by the *shim's* OS user and ignore the password.
+//! The handshake does not show it (those plugins name no client-side plugin,
+//! so the server never asks the client to switch). So:
+//!
+//! 1. before MySQL is asked: no empty password, no user on the deny-list;
+//! 2. on the first connection of a new credential (pool admission, pool.rs):
+//!    `SELECT CURRENT_USER()` must name the requested user and no denied one,
+//!    and every authentication method of that account (`SHOW CREATE USER
+//!    CURRENT_USER()`, which any account may run for itself) must be a
+//!    password-proving plugin. MariaDB tries an account's methods in turn, so
+//!    `mysql_native_password ... OR unix_socket` is refused too.
+//!
+//! Every refusal reads the same to the client ([`AUTH_FAILED`]) and is answered
+//! no sooner than the configured delay (server.rs), so the gateway is no
+//! oracle for which accounts exist; the real reason goes to the shim's log.
+use crate::auth::Credentials;
+use crate::auth_clause::auth_plugins;
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+
+/// The one answer for a wrong user, a wrong password and an account the
+/// gateway does not serve.
+pub const AUTH_FAILED: &str =
+    "authentication failed: the user name and password were not accepted, or the account is not served by this gateway";
+
+pub const DEFAULT_DENY_USERS: &[&str] = &[
+    "root",
+    "mariadb.sys",
+    "mysql",
+    "mysql.sys",
+    "mysql.session",
+    "mysql.infoschema",
+];
+
+/// Plugins that authenticate by proving the client knows the account's password.
+pub const DEFAULT_PASSWORD_PLUGINS: &[&str] = &[
+    "mysql_native_password",
+    "caching_sha2_password",
+    "sha256_password",
+    "ed25519",
+    "parsec",
+];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountPolicy {
+    /// `FERRY_DENY_USERS`: never served, whatever the password.
+    pub deny_users: Vec<String>,
+    /// `FERRY_PASSWORD_PLUGINS`: the only authentication plugins an account may have.
+    pub password_plugins: Vec<String>,
+    /// `FERRY_VERIFY_ACCOUNT` (true): run step 2 above.
+    pub verify_account: bool,
+}
+
+impl Default for AccountPolicy {
+    fn default() -> Self {
+        AccountPolicy {
+            deny_users: DEFAULT_DENY_USERS.iter().map(|s| s.to_string()).collect(),
+            password_plugins: DEFAULT_PASSWORD_PLUGINS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            verify_account: true,
+        }
+    }
+}
+
+/// Why a credential is not served: for the log, never for the client.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refusal {
+    EmptyPassword,
+    DeniedUser(String),
+    /// The login ended up as another account (anonymous or proxied).
+    OtherAccount(String),
+    NotPasswordProving(Vec<String>),
+    /// The account could not be inspected; refused rather than trusted.
+    Unverifiable(String),
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::EmptyPassword => write!(f, "empty password"),
+            Refusal::DeniedUser(u) => write!(f, "user {u:?} is on the deny-list (FERRY_DENY_USERS)"),
+            Refusal::OtherAccount(a) => write!(f, "MySQL logged the client in as another account, {a}"),
+            Refusal::NotPasswordProving(p) => write!(
+                f,
+                "the account authenticates with {} (not all in FERRY_PASSWORD_PLUGINS): the password would not be what lets it in",
+                p.join(" OR ")
+            ),
+            Refusal::Unverifiable(e) => write!(
+                f,
+                "cannot read the account's authentication methods ({e}); refused (FERRY_VERIFY_ACCOUNT)"
+            ),
+        }
+    }
+}
+
+/// What went wrong while verifying: a refusal, or the connection failed.
+pub enum VerifyError {
+    Refused(Refusal),
+    Mysql(mysql_async::Error),
+}
+
+impl AccountPolicy {
+    fn denied(&self, user: &str) -> bool {
+        self.deny_users.iter().any(|d| d == user)
+    }
+
+    /// Step 1: before MySQL is asked.
+    pub fn precheck(&self, creds: &Credentials) -> Result<(), Refusal> {
+        if creds.password.is_empty() {
+            return Err(Refusal::EmptyPassword);
+        }
+        if self.denied(&creds.user) {
+            return Err(Refusal::DeniedUser(creds.user.clone()));
+        }
+        Ok(())
+    }
+
+    /// Step 2: on a connection MySQL has just accepted for `creds`.
+    pub async fn verify(&self, conn: &mut Conn, creds: &Credentials) -> Result<(), VerifyError> {
+        if !self.verify_account {
+            return Ok(());
+        }
+        let sql_refusal = |e: mysql_async::Error| match e {
+            mysql_async::Error::Server(se) => VerifyError::Refused(Refusal::Unverifiable(format!(
+                "errno {}: {}",
+                se.code, se.message
+            ))),
+            other => VerifyError::Mysql(other),
+        };
+        let account: Option<String> = conn
+            .query_first("SELECT CURRENT_USER()")
+            .await
+            .map_err(sql_refusal)?;
+        let account = account.unwrap_or_default();
+        self.check_account(&account, creds)
+            .map_err(VerifyError::Refused)?;
+        let create_user: Option<String> = conn
+            .query_first("SHOW CREATE USER CURRENT_USER()")
+            .await
+            .map_err(sql_refusal)?;
+        let create_user = create_user.ok_or_else(|| {
+            VerifyError::Refused(Refusal::Unverifiable(
+                "SHOW CREATE USER returned nothing".into(),
+            ))
+        })?;
+        self.check_plugins(&create_user)
+            .map_err(VerifyError::Refused)
+    }
+
+    /// `CURRENT_USER()` is `user@host`; the user part must be the one asked for.
+    fn check_account(&self, account: &str, creds: &Credentials) -> Result<(), Refusal> {
+        let user = account.rsplit_once('@').map_or(account, |(u, _)| u);
+        if self.denied(user) {
+            return Err(Refusal::DeniedUser(user.to_owned()));
+        }
+        if user != creds.user {
+            return Err(Refusal::OtherAccount(account.to_owned()));
+        }
+        Ok(())
+    }
+
+    fn check_plugins(&self, create_user: &str) -> Result<(), Refusal> {
+        let plugins = auth_plugins(create_user).map_err(Refusal::Unverifiable)?;
+        if plugins.is_empty()
+            || !plugins
+                .iter()
+                .all(|p| self.password_plugins.iter().any(|ok| ok == p))
+        {
+            return Err(Refusal::NotPasswordProving(plugins));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn creds(user: &str, password: &str) -> Credentials {
+        Credentials {
+            user: user.into(),
+            password: password.into(),
+        }
+    }
+
+    #[test]
+    fn precheck_refuses_empty_passwords_and_denied_users() {
+        let p = AccountPolicy::default();
+        assert_eq!(p.precheck(&creds("ferry", "pw")), Ok(()));
+        assert_eq!(p.precheck(&creds("ferry", "")), Err(Refusal::EmptyPassword));
+        for user in DEFAULT_DENY_USERS {
+            assert_eq!(
+                p.precheck(&creds(user, "right-or-wrong")),
+                Err(Refusal::DeniedUser(user.to_string()))
+            );
+        }
+    }
+
+    #[test]
+    fn the_logged_in_account_must_be_the_requested_one() {
+        let p = AccountPolicy::default();
+        assert_eq!(
+            p.check_account("ferry@localhost", &creds("ferry", "x")),
+            Ok(())
+        );
+        assert_eq!(p.check_account("ferry@%", &creds("ferry", "x")), Ok(()));
+        // An anonymous account matched, or MySQL resolved `root ` to root.
+        assert_eq!(
+            p.check_account("@localhost", &creds("ferry", "x")),
+            Err(Refusal::OtherAccount("@localhost".into()))
+        );
+        assert_eq!(
+            p.check_account("root@localhost", &creds("root ", "x")),
+            Err(Refusal::DeniedUser("root".into()))
+        );
+    }
+
+    #[test]
+    fn only_password_proving_plugins_pass() {
+        let p = AccountPolicy::default();
+        assert_eq!(
+            p.check_plugins("CREATE USER `f`@`%` IDENTIFIED BY PASSWORD '*820F'"),
+            Ok(())
+        );
+        assert_eq!(
+            p.check_plugins(
+                "CREATE USER `f`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '<secret>'"
+            ),
+            Ok(())
+        );
+        for (stmt, plugins) in [
+            ("CREATE USER `s`@`localhost` IDENTIFIED VIA unix_socket", vec!["unix_socket"]),
+            ("CREATE USER 's'@'localhost' IDENTIFIED WITH 'auth_socket'", vec!["auth_socket"]),
+            (
+                "CREATE USER `c`@`localhost` IDENTIFIED VIA mysql_native_password USING '*D8' OR unix_socket",
+                vec!["mysql_native_password", "unix_socket"],
+            ),
+            ("CREATE USER `p`@`%` IDENTIFIED VIA pam USING 'mariadb'", vec!["pam"]),
+        ] {
+            assert_eq!(
+                p.check_plugins(stmt),
+                Err(Refusal::NotPasswordProving(
+                    plugins.into_iter().map(String::from).collect()
+                )),
+                "{stmt}"
+            );
+        }
+        assert!(matches!(
+            p.check_plugins("CREATE USER `u`@`%` IDENTIFIED SOMEHOW"),
+            Err(Refusal::Unverifiable(_))
+        ));
+    }
+
+    #[test]
+    fn refusals_never_print_a_password() {
+        // The reasons are logged; none of them carries the password.
+        let p = AccountPolicy::default();
+        let c = creds("root", "s3cret-pw");
+        let r = p.precheck(&c).unwrap_err();
+        assert!(!r.to_string().contains("s3cret-pw"));
+    }
+}
