@@ -40,7 +40,7 @@ stack_env() {
   export FERRY_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql.sock"
   local c="$FERRY_RUN_DIR/certs"
   # The baseline is the MySQL protocol over TLS 1.3, with the gateway's certificate.
-  # Ferry with HTTP/3 0-RTT on, so cold starts can be measured with it (the default is off).
+  # Ferry with HTTP/3 0-RTT on (the default), so cold starts can be measured with it.
   export FERRY_EARLY_DATA=true
   export FERRY_MYSQL_EXTRA_ARGS="--ssl-cert=$c/server.pem --ssl-key=$c/server.key --ssl-ca=$c/ca.pem --tls-version=TLSv1.3"
   CA="$c/ca.pem" DATA="$FERRY_RUN_DIR/bench-data"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes a local development CA and a server certificate for localhost/127.0.0.1/::1
-# under $FERRY_RUN_DIR/certs (ca.pem, server.pem, server.key) and a TLS session
-# ticket key (ticket.key). Idempotent: an
+# under $FERRY_RUN_DIR/certs (ca.pem, server.pem, server.key), a TLS session
+# ticket key (ticket.key) and the shim's session sealing key (session.keys). Idempotent: an
 # existing, still valid certificate is kept. Clients trust ca.pem (e.g.
 # NODE_EXTRA_CA_CERTS=.run/certs/ca.pem, curl --cacert .run/certs/ca.pem).
 set -euo pipefail
@@ -10,6 +10,8 @@ mkdir -p "$dir"
 cd "$dir"
 # The TLS session ticket key shared by Envoy's workers (80 random bytes, see envoy/ferry.yaml).
 [ -s ticket.key ] || (umask 077 && openssl rand 80 > ticket.key)
+# The key that seals psdb sessions (shim/README.md): one hex key per line, the first signs.
+[ -s session.keys ] || (umask 077 && openssl rand -hex 32 > session.keys)
 if [ -s server.pem ] && [ -s server.key ] && [ -s ca.pem ] \
    && openssl x509 -checkend 86400 -noout -in server.pem >/dev/null 2>&1; then
   exit 0

@@ -11,7 +11,11 @@ export FERRY_SHIM_ADDR="${FERRY_E2E_SHIM_ADDR:-127.0.0.1:18081}"
 export FERRY_MYSQL_PORT="${FERRY_E2E_MYSQL_PORT:-43306}"
 export FERRY_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql.sock"
 export FERRY_SHIM_UNIX="$FERRY_RUN_DIR/shim/shim.sock"
-export FERRY_EARLY_DATA=false  # the shipped default, which early_data.rs checks
+# Pins idle out fast, so sessions.rs can watch a transaction get lost.
+export FERRY_TXN_IDLE_SECS=3
+# Room for the pins the tests leave behind on purpose (36 pinned sessions per user).
+export FERRY_POOL_MAX=48
+export FERRY_EARLY_DATA=true  # the shipped default, whose 0-RTT policy early_data.rs checks
 # The shim runs as an unprivileged OS user of its own, as it should in production;
 # accounts.rs gives that OS user a unix_socket MariaDB account and expects it refused.
 if [ "$(id -u)" -eq 0 ]; then
@@ -20,13 +24,15 @@ if [ "$(id -u)" -eq 0 ]; then
     || useradd --system --no-create-home --shell /usr/sbin/nologin "$FERRY_SHIM_USER"
 fi
 export FERRY_SHIM_OS_USER="${FERRY_SHIM_USER:-$(id -un)}"
-# A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket.
+# A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket;
+# its sessions expire after 2 s (sessions.rs) and it shares the dev CA and session key.
 TCP_RUN_DIR="$FERRY_RUN_DIR/tcp"
 export FERRY_E2E_TCP_PORT="${FERRY_E2E_TCP_PORT:-18444}"
 tcp_gateway() {
   FERRY_RUN_DIR="$TCP_RUN_DIR" FERRY_PORT="$FERRY_E2E_TCP_PORT" \
     FERRY_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}" FERRY_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}" \
-    FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp "$ROOT/scripts/stack.sh" "$@"
+    FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 \
+    FERRY_SESSION_KEYS_FILE="$TCP_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
 stop_all() { tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
@@ -40,6 +46,8 @@ echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: 
 
 status=0
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
+# Alone, after the others: kills and restarts the shim mid-transaction.
+cargo test -p ferry-e2e --test shim_restart -- --ignored || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?

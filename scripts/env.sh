@@ -9,12 +9,13 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_ADMIN_PORT:=9901}"
 : "${FERRY_SHIM_ADDR:=127.0.0.1:8081}"      # shim, h2c
 : "${FERRY_SHIM_UNIX:=}"                    # shim: optional extra unix socket
+: "${FERRY_SESSION_KEYS_FILE:=$FERRY_RUN_DIR/certs/session.keys}"  # shim: session sealing keys (dev-cert.sh)
 : "${FERRY_SHIM_USER:=}"                    # run the shim as this OS user (default: the caller)
 : "${FERRY_MYSQL_HOST:=127.0.0.1}"          # MariaDB TCP
 : "${FERRY_MYSQL_PORT:=33306}"
 : "${FERRY_MYSQL_SOCKET:=$FERRY_RUN_DIR/mysql.sock}"  # the shim prefers it when set
 : "${FERRY_MYSQL_TRANSPORT:=socket}"        # how the shim reaches MariaDB: socket | tcp
-: "${FERRY_EARLY_DATA:=false}"              # HTTP/3 0-RTT (replayable: read-only deployments only)
+: "${FERRY_EARLY_DATA:=true}"               # HTTP/3 0-RTT (the filter runs only replay-safe requests in it)
 : "${FERRY_MYSQL_EXTRA_ARGS:=}"             # extra mariadbd arguments (e.g. TLS for benchmarks)
 : "${FERRY_MYSQL_DATABASE:=ferry}"          # dev database, user and password
 : "${FERRY_MYSQL_USER:=ferry}"
@@ -24,5 +25,5 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_VENV:=$ROOT/.venv}"
 : "${ENVOY:=$FERRY_VENV/bin/envoy}"
 export FERRY_RUN_DIR FERRY_HOST FERRY_PORT FERRY_ADMIN_HOST FERRY_ADMIN_PORT FERRY_SHIM_ADDR \
-  FERRY_SHIM_UNIX FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_EARLY_DATA FERRY_MYSQL_DATABASE \
+  FERRY_SHIM_UNIX FERRY_SESSION_KEYS_FILE FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_EARLY_DATA FERRY_MYSQL_DATABASE \
   FERRY_MYSQL_USER FERRY_MYSQL_PASSWORD FERRY_WASM FERRY_SHIM_BIN FERRY_VENV ENVOY

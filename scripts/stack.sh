@@ -11,7 +11,12 @@ PIDS="$FERRY_RUN_DIR/pids" LOGS="$FERRY_RUN_DIR/logs" DATA="$FERRY_RUN_DIR/mysql
 mkdir -p "$PIDS" "$LOGS"
 PATH="$PATH:/usr/sbin"
 
-running() { [ -s "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
+# A killed process nobody reaped yet (a zombie) is not running.
+running() {
+  [ -s "$PIDS/$1.pid" ] || return 1
+  local pid; pid=$(cat "$PIDS/$1.pid")
+  kill -0 "$pid" 2>/dev/null && ! grep -qE '^[0-9]+ \(.*\) Z' "/proc/$pid/stat" 2>/dev/null
+}
 
 # start NAME CMD...: detached from this shell (setsid), so it outlives the caller.
 start() {
@@ -85,7 +90,9 @@ shim_up() {
   # FERRY_MYSQL_TRANSPORT=tcp: reach MySQL at host:port even though a socket is known.
   if [ "$FERRY_MYSQL_TRANSPORT" = tcp ]; then cmd=(env -u FERRY_MYSQL_SOCKET "${cmd[@]}"); fi
   if [ -n "$FERRY_SHIM_USER" ] && [ "$FERRY_SHIM_USER" != "$(id -un)" ]; then
-    # The shim as its own unprivileged OS user; its unix socket's directory is its own.
+    # The shim as its own unprivileged OS user; its unix socket's directory is its own,
+    # and it may read the session keys.
+    chown "$FERRY_SHIM_USER" "$FERRY_SESSION_KEYS_FILE"
     [ -z "$FERRY_SHIM_UNIX" ] || { mkdir -p "$(dirname "$FERRY_SHIM_UNIX")" && chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"; }
     cmd=(setpriv --reuid="$FERRY_SHIM_USER" --regid="$(id -g "$FERRY_SHIM_USER")" --init-groups -- "${cmd[@]}")
   fi

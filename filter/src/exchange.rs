@@ -22,6 +22,7 @@ use std::ops::Range;
 use crate::auth;
 use crate::codec::json::ToJsonError;
 use crate::compression;
+use crate::early_data;
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
 use crate::limits::{content_length, Limits};
@@ -38,6 +39,8 @@ pub struct RequestHead {
     pub authorization: Option<String>,
     pub grpc_encoding: Option<String>,
     pub content_encoding: Option<String>,
+    /// `early-data`: Envoy's mark of a request received in HTTP/3 0-RTT.
+    pub early_data: Option<String>,
 }
 
 impl RequestHead {
@@ -53,6 +56,7 @@ impl RequestHead {
             authorization: get("authorization")?,
             grpc_encoding: get("grpc-encoding")?,
             content_encoding: get("content-encoding")?,
+            early_data: get(early_data::HEADER)?,
         })
     }
 }
@@ -196,6 +200,9 @@ enum State {
 struct Call {
     rpc: &'static Rpc,
     client: Client,
+    /// The request came in early data (0-RTT) and its message decides whether it may
+    /// go on: the body is buffered and checked before any of it is forwarded.
+    replay_check: Option<early_data::Check>,
     request: RequestFlow,
     /// Request bytes seen so far while streaming.
     streamed: usize,
@@ -251,10 +258,20 @@ impl Exchange {
         head: &RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersStep {
-        let call = match self.accept(head) {
+        let mut call = match self.accept(head) {
             Ok(call) => call,
             Err(reply) => return self.answer(RequestHeadersStep::Reply(reply)),
         };
+        if early_data::is_early(head.early_data.as_deref()) {
+            match call.rpc.early_data {
+                early_data::Policy::Allow => {}
+                early_data::Policy::Inspect(check) => call.replay_check = Some(check),
+                early_data::Policy::Refuse(what) => {
+                    let reply = call.client.reply(&early_data::too_early(what));
+                    return self.answer(RequestHeadersStep::Reply(reply));
+                }
+            }
+        }
         let protocol = call.client.protocol;
         let mut edits = HeaderEdits {
             set: vec![
@@ -264,14 +281,15 @@ impl Exchange {
             ],
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
-        let streams = protocol == Protocol::ConnectProto;
+        // Connect proto is already canonical and streams, unless early data must be checked.
+        let streams = protocol == Protocol::ConnectProto && call.replay_check.is_none();
         if !streams {
             edits.remove.push("content-length");
         }
         if end_of_stream && !streams {
             // No body at all: the message is empty. Connect proto streams (an empty body
             // is an empty message); every other form needs bytes, so this is refused.
-            if let Err(rejection) = canonical_request(call.rpc, protocol, Vec::new()) {
+            if let Err(rejection) = call.canonical_request(Vec::new()) {
                 let reply = call.client.reply(&rejection);
                 return self.answer(RequestHeadersStep::Reply(reply));
             }
@@ -348,6 +366,7 @@ impl Exchange {
         Ok(Call {
             rpc,
             client,
+            replay_check: None,
             request: RequestFlow::Done,
             streamed: 0,
             response: ResponseFlow::Idle,
@@ -402,7 +421,7 @@ impl Exchange {
             return Ok(Payload::whole(body));
         };
         call.request = RequestFlow::Done;
-        match canonical_request(call.rpc, call.client.protocol, body) {
+        match call.canonical_request(body) {
             Ok(payload) => Ok(payload),
             Err(rejection) => {
                 let reply = call.client.reply(&rejection);
@@ -561,6 +580,18 @@ impl Exchange {
     fn answer<T>(&mut self, step: T) -> T {
         self.state = State::Answered;
         step
+    }
+}
+
+impl Call {
+    /// The client's request body → the canonical body; a request in early data must
+    /// also be safe to replay.
+    fn canonical_request(&self, body: Vec<u8>) -> Result<Payload, Rejection> {
+        let payload = canonical_request(self.rpc, self.client.protocol, body)?;
+        if let Some(check) = self.replay_check {
+            check(payload.as_slice()).map_err(early_data::too_early)?;
+        }
+        Ok(payload)
     }
 }
 

@@ -24,6 +24,7 @@ pub mod auth;
 pub mod codec;
 pub mod compression;
 pub mod config;
+pub mod early_data;
 pub mod errors;
 pub mod exchange;
 mod host;

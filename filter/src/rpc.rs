@@ -8,6 +8,7 @@ use ferry_proto::psdb::v1alpha1::{
 };
 
 use crate::codec::{json, proto, CodecError};
+use crate::early_data::{self, Policy};
 
 /// Writes a response message as protojson into a buffer, up to a length.
 pub type ResponseToJson = fn(&[u8], &mut Vec<u8>, usize) -> Result<(), json::ToJsonError>;
@@ -23,6 +24,8 @@ pub struct Rpc {
     pub validate_request: fn(&[u8]) -> Result<(), CodecError>,
     /// Protobuf response → protojson, appended to the given buffer.
     pub response_to_json: ResponseToJson,
+    /// What it may do when it arrives in HTTP/3 early data (0-RTT).
+    pub early_data: Policy,
 }
 
 impl std::fmt::Debug for Rpc {
@@ -40,6 +43,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
         response_to_json: json::from_proto::<ExecuteResponse>,
+        early_data: Policy::Inspect(early_data::execute),
     },
     Rpc {
         name: "CreateSession",
@@ -47,6 +51,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<CreateSessionRequest>,
         validate_request: proto::validate::<CreateSessionRequest>,
         response_to_json: json::from_proto::<CreateSessionResponse>,
+        early_data: Policy::Allow,
     },
     Rpc {
         name: "CloseSession",
@@ -54,6 +59,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<CloseSessionRequest>,
         validate_request: proto::validate::<CloseSessionRequest>,
         response_to_json: json::from_proto::<CloseSessionResponse>,
+        early_data: Policy::Refuse("CloseSession"),
     },
 ];
 

@@ -22,10 +22,31 @@ impl std::fmt::Display for MysqlTarget {
     }
 }
 
+/// Sessions: sealing and pins (seal.rs, session.rs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// `FERRY_SESSION_KEYS_FILE` (unset: a random key per process, logged as a warning).
+    pub keys_file: Option<PathBuf>,
+    /// `FERRY_SESSION_TTL_SECS` (86400): a session unused this long is refused.
+    pub ttl: Duration,
+    /// `FERRY_TXN_IDLE_SECS` (20, as PlanetScale): an open transaction idle this long is rolled back.
+    pub txn_idle: Duration,
+    /// `FERRY_SESSION_STATE_IDLE_SECS` (60): a pin holding session state only.
+    pub state_idle: Duration,
+    /// `FERRY_SESSION_QUEUE_MAX` (64): requests of one session that may wait for it.
+    pub queue_max: usize,
+    /// `FERRY_POOL_MAX_PINNED` (3/4 of FERRY_POOL_MAX, rounded down): pins per user,
+    /// so unpinned statements always have connections left; 0 refuses transactions.
+    pub max_pinned: usize,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// `FERRY_SHIM_ADDR` (127.0.0.1:8081): h2c + HTTP/1.1 listener.
     pub listen: SocketAddr,
+    /// `FERRY_SHIM_ADVERTISE` (the TCP listen address): this shim's address as Envoy's
+    /// cluster knows it, sealed into sessions so a pinned one is routed back here.
+    pub advertise: String,
     /// `FERRY_SHIM_UNIX` (unset): an extra unix-socket listener.
     pub unix_listen: Option<PathBuf>,
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
@@ -54,6 +75,7 @@ pub struct Config {
     /// sooner than this after the request arrived, so a refusal before MySQL is
     /// asked and one after a login look alike (and password guessing is slowed).
     pub auth_failure_delay: Duration,
+    pub sessions: SessionSettings,
     /// `FERRY_LOG` (info).
     pub log_level: Level,
 }
@@ -130,13 +152,15 @@ impl Config {
             Some(v) => Level::parse(&v)
                 .ok_or_else(|| format!("FERRY_LOG={v:?} is not one of error, warn, info, debug"))?,
         };
+        let listen = match var("FERRY_SHIM_ADDR") {
+            None => SocketAddr::from(([127, 0, 0, 1], 8081)),
+            Some(v) => v
+                .parse()
+                .map_err(|_| format!("FERRY_SHIM_ADDR={v:?} is not an ip:port"))?,
+        };
         Ok(Config {
-            listen: match var("FERRY_SHIM_ADDR") {
-                None => SocketAddr::from(([127, 0, 0, 1], 8081)),
-                Some(v) => v
-                    .parse()
-                    .map_err(|_| format!("FERRY_SHIM_ADDR={v:?} is not an ip:port"))?,
-            },
+            listen,
+            advertise: var("FERRY_SHIM_ADVERTISE").unwrap_or_else(|| listen.to_string()),
             unix_listen: var("FERRY_SHIM_UNIX").map(PathBuf::from),
             mysql,
             database: var("FERRY_MYSQL_DATABASE").unwrap_or_else(|| "ferry".into()),
@@ -151,6 +175,14 @@ impl Config {
                 rows: size("FERRY_SHIM_MAX_RESULT_ROWS", 100_000)?.max(1),
             },
             account,
+            sessions: SessionSettings {
+                keys_file: var("FERRY_SESSION_KEYS_FILE").map(PathBuf::from),
+                ttl: secs("FERRY_SESSION_TTL_SECS", 86_400)?,
+                txn_idle: secs("FERRY_TXN_IDLE_SECS", 20)?,
+                state_idle: secs("FERRY_SESSION_STATE_IDLE_SECS", 60)?,
+                queue_max: size("FERRY_SESSION_QUEUE_MAX", 64)?.max(1),
+                max_pinned: size("FERRY_POOL_MAX_PINNED", pool_max * 3 / 4)?.min(pool_max),
+            },
             auth_failure_delay: Duration::from_millis(parsed("FERRY_AUTH_FAILURE_DELAY_MS", 250)?),
             log_level,
         })
@@ -180,6 +212,14 @@ mod tests {
         assert_eq!(c.account, AccountPolicy::default());
         assert!(c.account.deny_users.iter().any(|u| u == "root"));
         assert_eq!(c.auth_failure_delay, Duration::from_millis(250));
+        assert_eq!(
+            (
+                c.sessions.txn_idle,
+                c.sessions.max_pinned,
+                c.sessions.keys_file
+            ),
+            (Duration::from_secs(20), 12, None)
+        );
 
         let env = |name: &str| match name {
             "FERRY_MYSQL_SOCKET" => Some("/tmp/my.sock".to_string()),

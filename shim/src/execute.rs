@@ -1,28 +1,35 @@
 //! The three RPCs: Execute, CreateSession, CloseSession.
 //!
-//! Every request authenticates by getting a connection from its credential's
-//! pool. Execute runs one query with the text protocol and answers SQL errors
-//! inside the response (HTTP 200, `ExecuteResponse.error`), as PlanetScale does;
-//! only failures to reach or log in to MySQL are Connect errors.
+//! Every request authenticates: an unpinned statement by getting a connection
+//! from its credential's pool, a pinned one by its sealed session, whose
+//! credential tag must match (seal.rs). Execute runs one query with the text
+//! protocol and answers SQL errors inside the response (HTTP 200,
+//! `ExecuteResponse.error`), as PlanetScale does; only failures to reach or log
+//! in to MySQL are Connect errors.
 //!
-//! Pool safety: sessions and interactive transactions are not supported yet,
-//! so a connection must go back to the pool exactly as clean as it came. The
-//! statement policy (statement.rs) refuses what would leave state; after a
-//! statement runs, the server status flags are checked (in a transaction, or
-//! autocommit turned off, means state leaked past the policy: the answer is the
-//! same refusal and the connection is reset). A connection stays armed for
-//! COM_RESET_CONNECTION on return (see pool.rs) unless proven clean, which
-//! keeps the hot path (`SELECT 1`) at one MySQL round trip.
+//! Where the connection comes from: a session without a pin borrows any pooled
+//! connection; one with a pin (session.rs) runs on its pinned connection. A
+//! statement that leaves a transaction (the server status flags say so) or
+//! session state (ferry_wire::statement classifies SET, USE, temporary tables,
+//! GET_LOCK, LOCK TABLES, PREPARE...) pins the connection it ran on to the
+//! session. The pin ends when the transaction is over and no state is left, or
+//! on CloseSession.
+//!
+//! A pooled connection goes back armed for COM_RESET_CONNECTION (pool.rs)
+//! unless the statement was proven clean, which keeps the hot path (`SELECT
+//! 1`) at one MySQL round trip.
 use crate::auth::Credentials;
 use crate::connect_error::ConnectError;
 use crate::error_map::{sql_code, sql_message};
 use crate::log::Level;
-use crate::pool::Pools;
 use crate::result::{field, Overflow, ResultLimits, Rows};
-use crate::statement::{classify, first_keyword, refusal_message, Verdict};
+use crate::seal::{random, SealError, SessionId, Token};
+use crate::server::App;
+use crate::session::{retire, Ended, PinError, PinState};
+use crate::statement::{classify, first_keyword, Verdict};
 use ferry_proto::psdb::v1alpha1::{
-    CloseSessionResponse, CreateSessionResponse, ExecuteRequest, ExecuteResponse, Role, Session,
-    User,
+    CloseSessionRequest, CloseSessionResponse, CreateSessionResponse, ExecuteRequest,
+    ExecuteResponse, Role, Session, User,
 };
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
@@ -32,19 +39,6 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, DriverError};
 use std::time::Instant;
 
-/// The session every answer carries. Sessions are a later issue: the one a
-/// client sends is accepted and ignored (never trusted), and this one says
-/// "autocommit, no transaction".
-pub fn fresh_session() -> Session {
-    Session {
-        signature: Vec::new(),
-        vitess_session: Some(vtgate::Session {
-            autocommit: true,
-            ..Default::default()
-        }),
-    }
-}
-
 fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
     RpcError {
         message: message.into(),
@@ -52,33 +46,160 @@ fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
     }
 }
 
+/// Transaction control: the status flags say when it is over, so it pins
+/// without leaving sticky state.
+fn is_transaction_control(label: &str) -> bool {
+    matches!(
+        label,
+        "BEGIN" | "START TRANSACTION" | "XA" | "SAVEPOINT" | "ROLLBACK TO SAVEPOINT"
+    )
+}
+
+/// Session state a statement makes, as far as the text tells. What the text
+/// cannot rule out (`Reset`: CALL, several statements, user variables in a
+/// SELECT) runs on a pooled connection that is reset after it, so whatever it
+/// made is discarded, never leaked; it pins only if it leaves a transaction.
+fn leaves_sticky_state(verdict: Verdict) -> bool {
+    match verdict {
+        Verdict::Refuse(label) => !is_transaction_control(label),
+        Verdict::Clean | Verdict::Reset => false,
+    }
+}
+
+/// The session an answer carries, sealed for these credentials. Fields the
+/// gateway does not set (target_string, options...) are carried through.
+struct SessionOut<'a> {
+    app: &'a App,
+    creds: &'a Credentials,
+    id: SessionId,
+    base: vtgate::Session,
+}
+
+impl SessionOut<'_> {
+    fn seal(
+        &self,
+        pinned: bool,
+        in_transaction: bool,
+        autocommit: bool,
+        qr: Option<&QueryResult>,
+    ) -> Session {
+        let mut v = self.base.clone();
+        v.in_transaction = in_transaction;
+        v.autocommit = autocommit;
+        v.session_uuid = crate::seal::hex(&self.id);
+        if let Some(qr) = qr {
+            if qr.insert_id_changed {
+                v.last_insert_id = qr.insert_id;
+            }
+            v.row_count = if qr.fields.is_empty() {
+                i64::try_from(qr.rows_affected).unwrap_or(i64::MAX)
+            } else {
+                -1
+            };
+        }
+        let signature = self
+            .app
+            .sealer
+            .seal(self.id, self.app.instance, pinned, self.creds, &v);
+        Session {
+            signature,
+            vitess_session: Some(v),
+        }
+    }
+
+    /// The session as it was (for answers that change nothing).
+    fn unchanged(&self, token: &Token) -> Session {
+        self.seal(
+            token.pinned,
+            self.base.in_transaction,
+            self.base.autocommit,
+            None,
+        )
+    }
+
+    fn fresh(&self) -> Session {
+        self.seal(false, false, true, None)
+    }
+}
+
+fn fresh_vitess() -> vtgate::Session {
+    vtgate::Session {
+        autocommit: true,
+        ..Default::default()
+    }
+}
+
 pub async fn create_session(
-    pools: &Pools,
+    app: &App,
     creds: &Credentials,
 ) -> Result<CreateSessionResponse, ConnectError> {
-    let mut conn = pools.conn(creds).await?;
+    let mut conn = app.pools.conn(creds).await?;
     conn.reset_connection(false); // nothing ran on it
+    drop(conn);
+    let out = SessionOut {
+        app,
+        creds,
+        id: random(),
+        base: fresh_vitess(),
+    };
     Ok(CreateSessionResponse {
-        branch: pools.database().to_owned(),
+        branch: app.pools.database().to_owned(),
         user: Some(User {
             username: creds.user.clone(),
             psid: String::new(),
             role: Role::Readwriter as i32,
         }),
-        session: Some(fresh_session()),
+        session: Some(out.fresh()),
     })
 }
 
+/// Ends the session's pin, if any (its transaction is rolled back).
 pub async fn close_session(
-    pools: &Pools,
+    app: &App,
     creds: &Credentials,
+    req: CloseSessionRequest,
 ) -> Result<CloseSessionResponse, ConnectError> {
-    let mut conn = pools.conn(creds).await?;
-    conn.reset_connection(false);
+    let session = req.session.unwrap_or_default();
+    let vitess = session.vitess_session.unwrap_or_default();
+    let token = match app.sealer.open(&session.signature, &vitess, creds) {
+        Ok(token) => token,
+        Err(e) => {
+            return Ok(CloseSessionResponse {
+                session: None,
+                error: Some(seal_error(&e)),
+            })
+        }
+    };
+    match token {
+        Some(t) if t.pinned => {
+            if let Some(pin) = app.pins.get(&t.id) {
+                let mut state = pin.state.lock().await;
+                if let Some(conn) = state.conn.take() {
+                    retire(conn, state.sticky);
+                }
+                drop(state);
+                app.pins.end(&t.id, Ended::Released);
+            }
+        }
+        // Nothing pinned: still authenticate, as every RPC does.
+        _ => {
+            let mut conn = app.pools.conn(creds).await?;
+            conn.reset_connection(false);
+        }
+    }
     Ok(CloseSessionResponse {
         session: None,
         error: None,
     })
+}
+
+fn seal_error(e: &SealError) -> RpcError {
+    let code = match e {
+        SealError::OtherCredentials => Code::PermissionDenied,
+        SealError::Expired { .. } => Code::FailedPrecondition,
+        SealError::Invalid(_) => Code::InvalidArgument,
+    };
+    rpc_error(code, e.to_string())
 }
 
 /// How a statement ended, before it becomes a response.
@@ -86,73 +207,262 @@ enum Outcome {
     Done(QueryResult),
     Sql(mysql_async::ServerError),
     TooLarge(Overflow),
-    /// In a transaction or with autocommit off afterwards: state leaked.
-    LeftState,
     /// The server asked for something the shim never does (LOAD DATA LOCAL).
     Unsupported(&'static str),
 }
 
+/// The server status after a statement: (in a transaction, autocommit on).
+/// It comes with the last OK packet; an error packet carries none, and after
+/// an error the transaction may have ended (a deadlock rolls it back) or,
+/// in a multi-statement query, begun: then `DO 0` fetches a fresh status.
+async fn txn_status(conn: &mut Conn) -> Result<(bool, bool), mysql_async::Error> {
+    if conn.last_ok_packet().is_none() {
+        conn.query_drop("DO 0").await?;
+    }
+    let status = conn
+        .last_ok_packet()
+        .map(|ok| ok.status_flags())
+        .unwrap_or_default();
+    Ok((
+        status.contains(StatusFlags::SERVER_STATUS_IN_TRANS),
+        status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT),
+    ))
+}
+
 pub async fn execute(
-    pools: &Pools,
+    app: &App,
     creds: &Credentials,
     req: ExecuteRequest,
-    limits: ResultLimits,
 ) -> Result<ExecuteResponse, ConnectError> {
-    let mut conn = pools.conn(creds).await?;
+    let session = req.session.unwrap_or_default();
+    let base = session.vitess_session.unwrap_or_else(fresh_vitess);
+    let opened = app.sealer.open(&session.signature, &base, creds);
+    let out = SessionOut {
+        app,
+        creds,
+        id: match &opened {
+            Ok(Some(t)) => t.id,
+            _ => random(),
+        },
+        base: if opened.is_ok() { base } else { fresh_vitess() },
+    };
     let answer =
-        |result: Option<QueryResult>, error: Option<RpcError>, timing: f64| ExecuteResponse {
-            session: Some(fresh_session()),
-            result,
-            error,
-            timing,
+        |session: Session, result: Option<QueryResult>, error: Option<RpcError>, timing: f64| {
+            ExecuteResponse {
+                session: Some(session),
+                result,
+                error,
+                timing,
+            }
         };
+    let token = match opened {
+        Ok(token) => token,
+        // Never executed; the client may go on with the fresh session it gets.
+        Err(e) => {
+            crate::log!(
+                Level::Warn,
+                "session refused",
+                user = creds.user,
+                reason = e
+            );
+            return Ok(answer(out.fresh(), None, Some(seal_error(&e)), 0.0));
+        }
+    };
     if !req.bind_variables.is_empty() {
-        conn.reset_connection(false);
         let msg = "bind variables are not supported yet; interpolate parameters into the query";
-        return Ok(answer(None, Some(rpc_error(Code::Unimplemented, msg)), 0.0));
-    }
-    let verdict = classify(&req.query);
-    if let Verdict::Refuse(label) = verdict {
-        conn.reset_connection(false);
-        crate::log!(
-            Level::Info,
-            "statement refused",
-            user = creds.user,
-            statement = label
-        );
+        let session = match &token {
+            Some(t) => out.unchanged(t),
+            None => out.fresh(),
+        };
         return Ok(answer(
+            session,
             None,
-            Some(rpc_error(Code::Unimplemented, refusal_message(label))),
+            Some(rpc_error(Code::Unimplemented, msg)),
             0.0,
         ));
     }
+    let verdict = classify(&req.query);
+    let limits = app.result_limits;
+    match token {
+        Some(t) if t.pinned => match app.pins.get(&t.id) {
+            Some(pin) => {
+                let mut state = match app.pins.enter(&pin).await {
+                    Ok(state) => state,
+                    Err(e) => return Ok(answer(out.unchanged(&t), None, Some(pin_error(&e)), 0.0)),
+                };
+                if let Some(why) = state.lost.clone() {
+                    return Ok(lost(&out, &t, &req.query, &why));
+                }
+                let Some(conn) = state.conn.as_mut() else {
+                    // Released by the request ahead in the queue (its COMMIT):
+                    // nothing is pinned any more.
+                    drop(state);
+                    return unpinned(app, &out, creds, &req.query, verdict).await;
+                };
+                let started = Instant::now();
+                let run = match run(conn, &req.query, limits).await {
+                    Ok(outcome) => txn_status(conn).await.map(|status| (outcome, status)),
+                    Err(e) => Err(e),
+                };
+                let timing = started.elapsed().as_secs_f64();
+                let (outcome, (in_txn, autocommit)) = match run {
+                    Ok(done) => done,
+                    Err(e) => {
+                        let why = format!("the MySQL connection failed: {e}");
+                        state.conn = None;
+                        state.lost = Some(why.clone());
+                        drop(state);
+                        app.pins.end(&t.id, Ended::Lost(why.clone()));
+                        crate::log!(Level::Warn, "pin lost", user = creds.user, reason = why);
+                        return Ok(lost(&out, &t, &req.query, &why));
+                    }
+                };
+                state.in_transaction = in_txn;
+                state.sticky |= leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
+                let keep = in_txn || !autocommit || state.sticky;
+                if !keep {
+                    if let Some(conn) = state.conn.take() {
+                        retire(conn, false);
+                    }
+                    drop(state);
+                    app.pins.end(&t.id, Ended::Released);
+                }
+                Ok(respond(
+                    &out, keep, in_txn, autocommit, outcome, timing, creds, limits,
+                ))
+            }
+            None => match app.pins.ended(&t.id) {
+                // An older copy of a session whose pin ended normally (sent by
+                // concurrent requests): nothing is pinned, run it unpinned.
+                Some(Ended::Released) => unpinned(app, &out, creds, &req.query, verdict).await,
+                Some(Ended::Lost(why)) => Ok(lost(&out, &t, &req.query, &why)),
+                None => {
+                    let why = if t.instance == app.instance {
+                        "the gateway no longer holds it"
+                    } else {
+                        "the shim that held it restarted or is gone"
+                    };
+                    Ok(lost(&out, &t, &req.query, why))
+                }
+            },
+        },
+        _ => unpinned(app, &out, creds, &req.query, verdict).await,
+    }
+}
 
+/// A statement of a session without a pin: any pooled connection; pinned if
+/// it leaves a transaction or session state.
+async fn unpinned(
+    app: &App,
+    out: &SessionOut<'_>,
+    creds: &Credentials,
+    sql: &str,
+    verdict: Verdict,
+) -> Result<ExecuteResponse, ConnectError> {
+    let mut conn = app.pools.conn(creds).await?;
+    let may_pin = matches!(verdict, Verdict::Refuse(_));
+    if may_pin {
+        if let Err(e) = app.pins.admit(&creds.user) {
+            conn.reset_connection(false); // nothing ran on it
+            return Ok(ExecuteResponse {
+                session: Some(out.fresh()),
+                result: None,
+                error: Some(pin_error(&e)),
+                timing: 0.0,
+            });
+        }
+    }
     let started = Instant::now();
-    let outcome = run(&mut conn, &req.query, limits).await;
+    let outcome = match run(&mut conn, sql, app.result_limits).await {
+        Ok(outcome) => txn_status(&mut conn).await.map(|status| (outcome, status)),
+        Err(e) => Err(e),
+    };
     let timing = started.elapsed().as_secs_f64();
-
-    let outcome = match outcome {
-        Ok(outcome) => outcome,
+    let (outcome, (in_txn, autocommit)) = match outcome {
+        Ok(done) => done,
         Err(e) => {
             // The connection is broken (I/O or protocol): the pool discards it.
-            let err =
-                ConnectError::new(Code::Unavailable, format!("lost the MySQL connection: {e}"));
             crate::log!(
                 Level::Error,
                 "mysql connection failed during a query",
                 user = creds.user,
                 error = e
             );
-            return Err(err);
+            return Err(ConnectError::new(
+                Code::Unavailable,
+                format!("lost the MySQL connection: {e}"),
+            ));
         }
     };
-    // Disarm the reset only when nothing can have been left behind.
-    let clean = verdict == Verdict::Clean && !matches!(outcome, Outcome::LeftState);
-    conn.reset_connection(!clean);
-    drop(conn);
+    let sticky = leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
+    let pin = in_txn || !autocommit || sticky;
+    if pin && !may_pin {
+        // A statement that did not look like it (a procedure) left a
+        // transaction: pin it if allowed, else roll it back, and say so.
+        if let Err(e) = app.pins.admit(&creds.user) {
+            conn.reset_connection(true);
+            drop(conn);
+            let mut error = pin_error(&e);
+            error.message = format!(
+                "the statement left a transaction open, which was rolled back: {}",
+                error.message
+            );
+            return Ok(ExecuteResponse {
+                session: Some(out.fresh()),
+                result: None,
+                error: Some(error),
+                timing,
+            });
+        }
+    }
+    if pin {
+        conn.reset_connection(true); // whenever it goes back to the pool
+        app.pins.insert(
+            out.id,
+            creds.user.clone(),
+            PinState {
+                conn: Some(conn),
+                sticky,
+                in_transaction: in_txn,
+                lost: None,
+            },
+        );
+        crate::log!(
+            Level::Debug,
+            "session pinned",
+            user = creds.user,
+            statement = first_keyword(sql)
+        );
+    } else {
+        // Disarm the reset only when nothing can have been left behind.
+        conn.reset_connection(verdict != Verdict::Clean);
+        drop(conn);
+    }
+    Ok(respond(
+        out,
+        pin,
+        in_txn,
+        autocommit,
+        outcome,
+        timing,
+        creds,
+        app.result_limits,
+    ))
+}
 
-    Ok(match outcome {
-        Outcome::Done(result) => answer(Some(result), None, timing),
+#[allow(clippy::too_many_arguments)]
+fn respond(
+    out: &SessionOut<'_>,
+    pinned: bool,
+    in_txn: bool,
+    autocommit: bool,
+    outcome: Outcome,
+    timing: f64,
+    creds: &Credentials,
+    limits: ResultLimits,
+) -> ExecuteResponse {
+    let (result, error) = match outcome {
+        Outcome::Done(result) => (Some(result), None),
         Outcome::Sql(se) => {
             let code = sql_code(se.code);
             crate::log!(
@@ -162,13 +472,12 @@ pub async fn execute(
                 errno = se.code,
                 code = format!("{code:?}")
             );
-            answer(
+            (
                 None,
                 Some(rpc_error(
                     code,
                     sql_message(&se.message, se.code, &se.state),
                 )),
-                timing,
             )
         }
         Outcome::TooLarge(overflow) => {
@@ -182,25 +491,62 @@ pub async fn execute(
                     limits.rows
                 ),
             };
-            answer(None, Some(rpc_error(Code::ResourceExhausted, msg)), timing)
+            (None, Some(rpc_error(Code::ResourceExhausted, msg)))
         }
-        Outcome::Unsupported(msg) => {
-            answer(None, Some(rpc_error(Code::Unimplemented, msg)), timing)
-        }
-        Outcome::LeftState => {
-            let label = first_keyword(&req.query);
-            crate::log!(
-                Level::Warn,
-                "statement left session state; connection will be reset",
-                user = creds.user
-            );
-            answer(
-                None,
-                Some(rpc_error(Code::Unimplemented, refusal_message(&label))),
-                timing,
-            )
-        }
-    })
+        Outcome::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
+    };
+    ExecuteResponse {
+        session: Some(out.seal(pinned, in_txn, autocommit, result.as_ref())),
+        result,
+        error,
+        timing,
+    }
+}
+
+/// The answer for a session whose pin was lost. A plain ROLLBACK succeeds (the
+/// transaction is already rolled back) and ends the session's claim to a pin;
+/// anything else fails with `aborted` and, inside a transaction, the session
+/// stays marked so every later statement fails the same way until ROLLBACK or
+/// CloseSession. Session state without a transaction is simply gone: one
+/// error, then the session goes on unpinned.
+fn lost(out: &SessionOut<'_>, t: &Token, sql: &str, why: &str) -> ExecuteResponse {
+    let plain_rollback = first_keyword(sql) == "ROLLBACK" && classify(sql) == Verdict::Clean;
+    if plain_rollback {
+        return ExecuteResponse {
+            session: Some(out.fresh()),
+            result: Some(QueryResult::default()),
+            error: None,
+            timing: 0.0,
+        };
+    }
+    let in_txn = out.base.in_transaction;
+    let (message, session) = if in_txn {
+        (
+            format!("transaction lost, rolled back: {why}"),
+            out.unchanged(t),
+        )
+    } else {
+        (format!("session state lost: {why}"), out.fresh())
+    };
+    ExecuteResponse {
+        session: Some(session),
+        result: None,
+        error: Some(rpc_error(Code::Aborted, message)),
+        timing: 0.0,
+    }
+}
+
+fn pin_error(e: &PinError) -> RpcError {
+    match e {
+        PinError::QueueFull(n) => rpc_error(
+            Code::ResourceExhausted,
+            format!("{n} requests of this session are already waiting (FERRY_SESSION_QUEUE_MAX); requests of one session run one at a time"),
+        ),
+        PinError::TooManyPins(n) => rpc_error(
+            Code::ResourceExhausted,
+            format!("this user already has {n} sessions holding a MySQL connection (open transactions or session state; FERRY_POOL_MAX_PINNED); commit or roll back, or close sessions"),
+        ),
+    }
 }
 
 /// Runs one query with the text protocol. Only the first result set is
@@ -243,16 +589,6 @@ async fn run(
         }
         Err(e) => return Err(e),
     }
-    // The last OK/EOF packet carries the status after the whole query.
-    let status = conn
-        .last_ok_packet()
-        .map(|ok| ok.status_flags())
-        .unwrap_or_default();
-    if status.contains(StatusFlags::SERVER_STATUS_IN_TRANS)
-        || !status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT)
-    {
-        return Ok(Outcome::LeftState);
-    }
     if let Some(overflow) = rows.overflow {
         return Ok(Outcome::TooLarge(overflow));
     }
@@ -265,10 +601,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fresh_session_is_autocommit_without_signature() {
-        let s = fresh_session();
-        assert!(s.signature.is_empty());
-        let v = s.vitess_session.unwrap();
-        assert!(v.autocommit && !v.in_transaction);
+    fn what_pins_and_what_sticks() {
+        for sql in ["BEGIN", "START TRANSACTION", "SAVEPOINT a", "XA START 'x'"] {
+            let v = classify(sql);
+            assert!(v != Verdict::Clean && !leaves_sticky_state(v), "{sql}");
+        }
+        for sql in [
+            "SET @v = 1",
+            "USE ferry",
+            "CREATE TEMPORARY TABLE t (a INT)",
+            "SELECT GET_LOCK('a', 1)",
+            "LOCK TABLES t READ",
+            "PREPARE s FROM 'SELECT 1'",
+        ] {
+            assert!(leaves_sticky_state(classify(sql)), "{sql}");
+        }
+        // Not readable from the text: reset after, pinned only by a transaction.
+        for sql in ["CALL p()", "SELECT 1; SELECT 2", "SELECT @v := 1"] {
+            assert_eq!(classify(sql), Verdict::Reset, "{sql}");
+            assert!(!leaves_sticky_state(classify(sql)), "{sql}");
+        }
+        for sql in ["SELECT 1", "INSERT INTO t VALUES (1)", "COMMIT", "ROLLBACK"] {
+            assert_eq!(classify(sql), Verdict::Clean, "{sql}");
+        }
     }
 }

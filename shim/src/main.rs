@@ -2,6 +2,7 @@
 //! the TCP and optional unix-socket listeners, and serves until SIGTERM/SIGINT.
 use ferry_shim::config::Config;
 use ferry_shim::log::{self, Level};
+use ferry_shim::seal::Sealer;
 use ferry_shim::server::{self, App};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -41,7 +42,31 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         None => None,
     };
-    let app = Arc::new(App::new(&cfg));
+    let sealer = match &cfg.sessions.keys_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("session keys {}: {e}", path.display()))?;
+            Sealer::from_key_file(&text, cfg.sessions.ttl)
+                .map_err(|e| format!("session keys {}: {e}", path.display()))?
+        }
+        None => {
+            ferry_shim::log!(
+                Level::Warn,
+                "no FERRY_SESSION_KEYS_FILE: sessions are sealed with a key of this process only (lost on restart, not shared with other shims)"
+            );
+            Sealer::ephemeral(cfg.sessions.ttl)
+        }
+    };
+    let app = Arc::new(App::new(&cfg, sealer.with_holder(&cfg.advertise)));
+    let pin_sweeper = tokio::spawn({
+        let app = app.clone();
+        async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                app.pins.sweep();
+            }
+        }
+    });
     let sweeper = tokio::spawn({
         let app = app.clone();
         let every = (cfg.pool_idle / 2).max(std::time::Duration::from_secs(1));
@@ -65,6 +90,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     );
     server::serve(app, tcp, unix, shutdown_signal()).await;
     sweeper.abort();
+    pin_sweeper.abort();
     if let Some(path) = &cfg.unix_listen {
         let _ = std::fs::remove_file(path);
     }

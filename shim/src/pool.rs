@@ -96,7 +96,7 @@ impl Pools {
     /// A connection for these credentials, armed for reset on return (see the
     /// module comment). Errors are Connect errors: 401 when the credential is
     /// refused (by the policy or by MySQL, one message for all), 503 when MySQL
-    /// cannot be reached, 429 when it is saturated.
+    /// cannot be reached, 429 when no connection of the pool frees up in time.
     pub async fn conn(&self, creds: &Credentials) -> Result<Conn, ConnectError> {
         self.policy
             .precheck(creds)
@@ -123,11 +123,12 @@ impl Pools {
                 ),
             },
             Ok(Err(e)) => self.connect_failure(&e, &creds.user),
+            // Every connection of this credential is busy (statements or pins).
             Err(_) => ConnectError::new(
-                Code::Unavailable,
+                Code::ResourceExhausted,
                 format!(
-                    "timed out after {:?} waiting for a MySQL connection",
-                    self.wait
+                    "no MySQL connection of user {:?} became free within {:?} (FERRY_POOL_MAX={}, FERRY_POOL_WAIT_SECS)",
+                    creds.user, self.wait, self.pool_max
                 ),
             ),
         };

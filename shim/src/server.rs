@@ -10,6 +10,8 @@ use crate::log::Level;
 use crate::message_body::MessageBody;
 use crate::pool::Pools;
 use crate::result::ResultLimits;
+use crate::seal::Sealer;
+use crate::session::Pins;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
 use ferry_proto::vitess::vtrpc::Code;
@@ -36,6 +38,10 @@ const PROTO: &str = "application/proto";
 
 pub struct App {
     pub pools: Pools,
+    pub pins: Pins,
+    pub sealer: Sealer,
+    /// This process, in every session it seals (a restart shows as a new one).
+    pub instance: [u8; 8],
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
     /// The earliest an `unauthenticated` answer may leave (account.rs).
@@ -43,9 +49,17 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(cfg: &Config) -> Self {
+    pub fn new(cfg: &Config, sealer: Sealer) -> Self {
         App {
             pools: Pools::new(cfg),
+            pins: Pins::new(
+                cfg.sessions.txn_idle,
+                cfg.sessions.state_idle,
+                cfg.sessions.queue_max,
+                cfg.sessions.max_pinned,
+            ),
+            sealer,
+            instance: crate::seal::random(),
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
             auth_failure_delay: cfg.auth_failure_delay,
@@ -80,7 +94,7 @@ pub async fn handle(
         // login, or after a login the policy refused.
         tokio::time::sleep_until(arrived + app.auth_failure_delay).await;
     }
-    Ok(answer.unwrap_or_else(|e| {
+    let mut resp = answer.unwrap_or_else(|e| {
         let level = if e.status() >= 500 {
             Level::Error
         } else {
@@ -96,7 +110,12 @@ pub async fn handle(
             error = e.message
         );
         connect_error_response(&e)
-    }))
+    });
+    // Which shim process answered: sessions pinned to it must keep coming back.
+    if let Ok(v) = HeaderValue::from_str(&crate::seal::hex(&app.instance)) {
+        resp.headers_mut().insert("ferry-shim-instance", v);
+    }
+    Ok(resp)
 }
 
 async fn rpc(
@@ -153,15 +172,15 @@ async fn dispatch(
     Ok(match rpc {
         Rpc::Execute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::execute(&app.pools, creds, req, app.result_limits).await?)
+            proto_response(&execute::execute(app, creds, req).await?)
         }
         Rpc::CreateSession => {
             CreateSessionRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::create_session(&app.pools, creds).await?)
+            proto_response(&execute::create_session(app, creds).await?)
         }
         Rpc::CloseSession => {
-            CloseSessionRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::close_session(&app.pools, creds).await?)
+            let req = CloseSessionRequest::decode(body).map_err(bad)?;
+            proto_response(&execute::close_session(app, creds, req).await?)
         }
     })
 }

@@ -96,6 +96,9 @@ async fn start_shim(db: &Db) -> Shim {
         // One connection per credential: every request reuses the same MySQL
         // session, so anything left behind would show in the next request.
         .env("FERRY_POOL_MAX", "1")
+        // ... which a pin would take from everyone else: no pins here
+        // (transactions are tested through the gateway, tests/e2e).
+        .env("FERRY_POOL_MAX_PINNED", "0")
         .env("FERRY_LOG", "debug")
         .stdout(Stdio::null());
     match &db.socket {
@@ -362,26 +365,26 @@ async fn shim_against_mysql() {
         [[Some("7".into())]]
     );
 
-    // Pool safety: BEGIN is refused, and the next statement on the same
-    // (only) connection autocommits: visible from an unrelated connection.
+    // Pool safety: with no pins allowed, BEGIN is refused before it runs, and
+    // the next statement on the same (only) connection autocommits: visible
+    // from an unrelated connection.
     let (code, msg) = c.err("BEGIN").await;
-    assert_eq!(code, Code::Unimplemented);
-    assert_eq!(
-        msg,
-        "interactive transactions and session state are not supported yet (statement: BEGIN)"
-    );
-    assert_eq!(c.err("SET autocommit = 0").await.0, Code::Unimplemented);
+    assert_eq!(code, Code::ResourceExhausted);
+    assert!(msg.contains("FERRY_POOL_MAX_PINNED"), "{msg}");
+    assert_eq!(c.err("SET autocommit = 0").await.0, Code::ResourceExhausted);
     c.ok("INSERT INTO shim_rows (v) VALUES ('after-begin')")
         .await;
     assert_eq!(count(&db, "shim_rows WHERE v = 'after-begin'").await, 1);
 
     // Defence in depth: a procedure that opens a transaction gets past the
-    // statement policy, is caught by the status flags, and is rolled back.
+    // statement policy and is caught by the status flags; with no pin
+    // allowed it is rolled back, and the answer says so.
     c.ok("DROP PROCEDURE IF EXISTS shim_sneaky").await;
     c.ok("CREATE PROCEDURE shim_sneaky() BEGIN START TRANSACTION; INSERT INTO shim_rows (v) VALUES ('sneaky'); END")
         .await;
     let (code, msg) = c.err("CALL shim_sneaky()").await;
-    assert_eq!(code, Code::Unimplemented, "{msg}");
+    assert_eq!(code, Code::ResourceExhausted, "{msg}");
+    assert!(msg.contains("rolled back"), "{msg}");
     assert_eq!(
         count(&db, "shim_rows WHERE v = 'sneaky'").await,
         0,
@@ -397,7 +400,7 @@ async fn shim_against_mysql() {
         .await;
     assert_eq!(count(&db, "shim_rows WHERE v = 'after-sneaky'").await, 1);
 
-    // User variables are reset before the connection is reused.
+    // User variables set inside a SELECT are reset before the connection is reused.
     assert_eq!(
         values(&c.ok("SELECT @shim_v := 5").await),
         [[Some("5".into())]]

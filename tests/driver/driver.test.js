@@ -60,14 +60,3 @@ test('bad credentials are a 401', async () => {
     return true
   })
 })
-
-test('transaction() is refused clearly and leaves nothing behind', async () => {
-  const t = `drvtx_${process.pid}_${Date.now()}`
-  await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY)`)
-  await assert.rejects(
-    client.transaction(async (tx) => { await tx.execute(`INSERT INTO ${t} VALUES (1)`) }),
-    (e) => { assert.match(e.message, /not supported/); return true })
-  await client.execute(`INSERT INTO ${t} VALUES (2)`)
-  const r = await client.execute(`SELECT id FROM ${t}`)
-  assert.deepEqual(r.rows, [{ id: 2 }])
-})

@@ -53,6 +53,14 @@ pub async fn execute(
         query: query.into(),
         ..Default::default()
     };
+    execute_request(channel, cfg, req).await
+}
+
+pub async fn execute_request(
+    channel: Channel,
+    cfg: &Config,
+    req: ExecuteRequest,
+) -> Result<ExecuteResponse, tonic::Status> {
     let auth = cfg.basic_auth();
     unary(channel, crate::connect::EXECUTE, req, Some(&auth))
         .await

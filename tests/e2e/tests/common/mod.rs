@@ -7,7 +7,7 @@ use ferry_e2e::config::Config;
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_e2e::h3_client::H3Client;
 use ferry_e2e::{grpc, Answer};
-use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
 use prost::Message;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -74,14 +74,20 @@ pub fn grpc_unframe(body: &[u8]) -> &[u8] {
 /// Runs one Execute the given way and returns the decoded answer, asserting the
 /// transport-level success of that way (HTTP 200, content type, grpc-status 0).
 pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
+    execute_in(way, None, query).await
+}
+
+/// Execute carrying a session (as a client sends back the last one it got).
+pub async fn execute_in(way: Way, session: Option<&Session>, query: &str) -> ExecuteResponse {
     let cfg = cfg();
     let auth = cfg.basic_auth();
-    let json_body = serde_json::json!({ "query": query, "session": null }).to_string();
-    let proto_body = ExecuteRequest {
+    let request = ExecuteRequest {
         query: query.into(),
+        session: session.cloned(),
         ..Default::default()
-    }
-    .encode_to_vec();
+    };
+    let json_body = serde_json::json!({ "query": query, "session": session }).to_string();
+    let proto_body = request.encode_to_vec();
     let json_headers = [
         ("content-type", "application/json"),
         ("authorization", auth.as_str()),
@@ -111,10 +117,17 @@ pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
             assert_eq!(a.version, want);
             from_json(&a)
         }
-        Way::ConnectProtoH2 => ConnectClient::http2(&cfg).execute_proto(query).await,
+        Way::ConnectProtoH2 => {
+            let a = ConnectClient::http2(&cfg)
+                .post(EXECUTE, &proto_headers, proto_body)
+                .await;
+            assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+            assert_eq!(a.header("content-type"), Some("application/proto"));
+            ExecuteResponse::decode(a.body).expect("proto answer")
+        }
         Way::GrpcH2 => {
             let ch = grpc::channel(&cfg).await;
-            grpc::execute(ch, &cfg, query)
+            grpc::execute_request(ch, &cfg, request)
                 .await
                 .unwrap_or_else(|s| panic!("gRPC status {s:?}"))
         }
@@ -122,7 +135,10 @@ pub async fn execute(way: Way, query: &str) -> ExecuteResponse {
             let mut h3 = H3Client::connect(&cfg).await.expect("HTTP/3 connection");
             let a = match way {
                 Way::ConnectJsonH3 => h3.post(EXECUTE, &json_headers, json_body.into()).await,
-                Way::ConnectProtoH3 => h3.post(EXECUTE, &proto_headers, proto_body.into()).await,
+                Way::ConnectProtoH3 => {
+                    h3.post(EXECUTE, &proto_headers, proto_body.clone().into())
+                        .await
+                }
                 _ => {
                     h3.post(EXECUTE, &grpc_headers, Bytes::from(grpc_frame(&proto_body)))
                         .await
@@ -161,6 +177,29 @@ fn from_json(a: &Answer) -> ExecuteResponse {
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     assert_eq!(a.header("content-type"), Some("application/json"));
     serde_json::from_slice(&a.body).expect("protojson ExecuteResponse")
+}
+
+/// CloseSession over Connect proto (HTTP/2), as a client ends its session.
+pub async fn close_session(session: &Session) {
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let body = ferry_proto::psdb::v1alpha1::CloseSessionRequest {
+        session: Some(session.clone()),
+    }
+    .encode_to_vec();
+    let a = ConnectClient::http2(&cfg)
+        .post(
+            ferry_e2e::connect::CLOSE_SESSION,
+            &[
+                ("content-type", "application/proto"),
+                ("authorization", auth.as_str()),
+            ],
+            body,
+        )
+        .await;
+    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+    let r = ferry_proto::psdb::v1alpha1::CloseSessionResponse::decode(a.body).expect("proto");
+    assert!(r.error.is_none(), "{:?}", r.error);
 }
 
 /// Runs SQL directly on MariaDB with the `mariadb` client (an independent view,

@@ -10,9 +10,11 @@
 //! The executor also checks the server status flags after every statement, so
 //! this file is the first line of defence, not the only one.
 //!
-//! The scan is a small lexer, not a parser: it skips whitespace, comments and
-//! quoted strings/identifiers, case-insensitively, and looks at the leading
-//! keywords of each `;`-separated statement.
+//! The scan is a small lexer, not a parser (`lexer.rs`, shared with `replay.rs`): it
+//! skips whitespace, comments and quoted strings/identifiers, case-insensitively, and
+//! this file looks at the leading keywords of each `;`-separated statement.
+
+use crate::lexer::{eq, Lexer, Tok};
 
 /// What to do with a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,8 +72,7 @@ pub fn classify(sql: &str) -> Verdict {
 
 /// The first keyword of a query, upper-cased, for messages ("" if none).
 pub fn first_keyword(sql: &str) -> String {
-    let mut lexer = Lexer::new(sql);
-    while let Some(tok) = lexer.next() {
+    for tok in Lexer::new(sql) {
         match tok {
             Tok::Word(w) => return w.to_ascii_uppercase(),
             Tok::Sym(b'(') => continue,
@@ -103,8 +104,8 @@ impl<'a> Stmt<'a> {
         if self.len == 0 && tok == Tok::Sym(b'(') {
             return;
         }
-        if self.len < HEAD {
-            self.head[self.len] = Some(tok);
+        if let Some(slot) = self.head.get_mut(self.len) {
+            *slot = Some(tok);
         }
         self.len += 1;
         match tok {
@@ -216,10 +217,13 @@ impl<'a> Stmt<'a> {
     /// session assignment hides in the same list.
     fn set_verdict(&self) -> Verdict {
         const SERVER_WIDE: &[&str] = &["GLOBAL", "PERSIST", "PERSIST_ONLY", "PASSWORD"];
-        let allowed = match self.head[1] {
+        let allowed = match self.head.get(1).copied().flatten() {
             Some(Tok::Word(w)) => SERVER_WIDE.iter().any(|k| eq(w, k)),
             Some(Tok::SysVar(v)) => ["global.", "persist.", "persist_only."].iter().any(|p| {
-                v.len() > p.len() && v.as_bytes()[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+                v.len() > p.len()
+                    && v.as_bytes()
+                        .get(..p.len())
+                        .is_some_and(|s| s.eq_ignore_ascii_case(p.as_bytes()))
             }),
             _ => false,
         };
@@ -227,153 +231,6 @@ impl<'a> Stmt<'a> {
             Verdict::Reset
         } else {
             Verdict::Refuse("SET")
-        }
-    }
-}
-
-fn eq(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tok<'a> {
-    /// A keyword or unquoted identifier (or number).
-    Word(&'a str),
-    /// `@name`: a user variable, session state.
-    UserVar,
-    /// `@@[scope.]name`: a system variable (the text after `@@`).
-    SysVar(&'a str),
-    /// A string literal or a quoted identifier.
-    Quoted,
-    Sym(u8),
-}
-
-struct Lexer<'a> {
-    src: &'a str,
-    i: usize,
-    in_exec_comment: bool,
-    /// Set when the text has something the server may read differently from
-    /// us: executable comments, or backslashes in strings (NO_BACKSLASH_ESCAPES).
-    unsure: bool,
-}
-
-impl<'a> Lexer<'a> {
-    fn new(src: &'a str) -> Self {
-        Lexer {
-            src,
-            i: 0,
-            in_exec_comment: false,
-            unsure: false,
-        }
-    }
-
-    fn at(&self, k: usize) -> u8 {
-        self.src.as_bytes().get(self.i + k).copied().unwrap_or(0)
-    }
-
-    fn skip_line(&mut self) {
-        let rest = &self.src.as_bytes()[self.i..];
-        self.i += rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(rest.len(), |p| p + 1);
-    }
-
-    /// Skips a quoted run starting at the opening quote; `\` escapes except in
-    /// backquoted identifiers; a doubled quote is a literal quote.
-    fn skip_quoted(&mut self, quote: u8) {
-        let bytes = self.src.as_bytes();
-        self.i += 1;
-        while self.i < bytes.len() {
-            let b = bytes[self.i];
-            if b == b'\\' && quote != b'`' {
-                self.unsure = true;
-                self.i += 2;
-            } else if b == quote {
-                if self.at(1) == quote {
-                    self.i += 2;
-                } else {
-                    self.i += 1;
-                    return;
-                }
-            } else {
-                self.i += 1;
-            }
-        }
-        self.i = bytes.len();
-    }
-
-    fn word_len(&self, from: usize, extra: &[u8]) -> usize {
-        self.src.as_bytes()[from..]
-            .iter()
-            .take_while(|&&b| {
-                b.is_ascii_alphanumeric()
-                    || b == b'_'
-                    || b == b'$'
-                    || b >= 0x80
-                    || extra.contains(&b)
-            })
-            .count()
-    }
-
-    fn next(&mut self) -> Option<Tok<'a>> {
-        let bytes = self.src.as_bytes();
-        loop {
-            while self.i < bytes.len() && bytes[self.i].is_ascii_whitespace() {
-                self.i += 1;
-            }
-            if self.i >= bytes.len() {
-                return None;
-            }
-            let c = bytes[self.i];
-            match (c, self.at(1)) {
-                (b'#', _) => self.skip_line(),
-                (b'-', b'-') if self.at(2) <= b' ' => self.skip_line(),
-                (b'/', b'*')
-                    if self.at(2) == b'!' || (self.at(2) == b'M' && self.at(3) == b'!') =>
-                {
-                    // Executable comment: the server runs what is inside.
-                    self.unsure = true;
-                    self.in_exec_comment = true;
-                    self.i += if self.at(2) == b'!' { 3 } else { 4 };
-                    while self.i < bytes.len() && bytes[self.i].is_ascii_digit() {
-                        self.i += 1;
-                    }
-                }
-                (b'/', b'*') => {
-                    self.i = match self.src[self.i + 2..].find("*/") {
-                        Some(p) => self.i + 2 + p + 2,
-                        None => bytes.len(),
-                    };
-                }
-                (b'*', b'/') if self.in_exec_comment => {
-                    self.in_exec_comment = false;
-                    self.i += 2;
-                }
-                (b'\'' | b'"' | b'`', _) => {
-                    self.skip_quoted(c);
-                    return Some(Tok::Quoted);
-                }
-                (b'@', b'@') => {
-                    let start = self.i + 2;
-                    self.i = start + self.word_len(start, b".");
-                    return Some(Tok::SysVar(&self.src[start..self.i]));
-                }
-                (b'@', _) => {
-                    self.i += 1 + self.word_len(self.i + 1, b".");
-                    return Some(Tok::UserVar);
-                }
-                _ => {
-                    let n = self.word_len(self.i, b"");
-                    if n == 0 {
-                        self.i += 1;
-                        return Some(Tok::Sym(c));
-                    }
-                    let start = self.i;
-                    self.i += n;
-                    return Some(Tok::Word(&self.src[start..self.i]));
-                }
-            }
         }
     }
 }
