@@ -48,6 +48,8 @@ status=0
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # Alone, after the others: kills and restarts the shim mid-transaction.
 cargo test -p ferry-e2e --test shim_restart -- --ignored || status=$?
+# Alone: 2,000 concurrent sessions against max_connections=100.
+cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
