@@ -34,7 +34,20 @@ tcp_gateway() {
     FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 \
     FERRY_SESSION_KEYS_FILE="$TCP_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
-stop_all() { tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+# A third gateway with two shims behind one Envoy cluster (envoy/two-shims.yaml), on
+# the same MariaDB (socket), sharing the dev CA and session key: affinity.rs.
+export FERRY_E2E_PAIR_RUN_DIR="$FERRY_RUN_DIR/pair"
+export FERRY_E2E_PAIR_PORT="${FERRY_E2E_PAIR_PORT:-18445}"
+export FERRY_E2E_PAIR_SHIM_ADDR="${FERRY_E2E_PAIR_SHIM_ADDR:-127.0.0.1:18083}"
+export FERRY_E2E_PAIR_SHIM2_ADDR="${FERRY_E2E_PAIR_SHIM2_ADDR:-127.0.0.1:18084}"
+pair_gateway() {
+  FERRY_RUN_DIR="$FERRY_E2E_PAIR_RUN_DIR" FERRY_PORT="$FERRY_E2E_PAIR_PORT" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_PAIR_ADMIN_PORT:-19903}" FERRY_SHIMS=2 \
+    FERRY_SHIM_ADDR="$FERRY_E2E_PAIR_SHIM_ADDR" FERRY_SHIM2_ADDR="$FERRY_E2E_PAIR_SHIM2_ADDR" \
+    FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$FERRY_E2E_PAIR_RUN_DIR/certs/session.keys" \
+    "$ROOT/scripts/stack.sh" "$@"
+}
+stop_all() { pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
@@ -42,12 +55,17 @@ trap stop_all EXIT
 "$ROOT/scripts/stack.sh" up >/dev/null
 mkdir -p "$TCP_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TCP_RUN_DIR/"  # one dev CA for both
 tcp_gateway gateway >/dev/null
-echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT)"
+mkdir -p "$FERRY_E2E_PAIR_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$FERRY_E2E_PAIR_RUN_DIR/"
+pair_gateway gateway >/dev/null
+echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT; two shims: port $FERRY_E2E_PAIR_PORT)"
 
 status=0
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # Alone, after the others: kills and restarts the shim mid-transaction.
 cargo test -p ferry-e2e --test shim_restart -- --ignored || status=$?
+# Alone: kills the shim of the pair that holds a session, then restarts it.
+cargo test -p ferry-e2e --test affinity -- --ignored || status=$?
+pair_gateway gateway >/dev/null || status=$?
 # Alone: 2,000 concurrent sessions against max_connections=100.
 cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
@@ -58,10 +76,12 @@ FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*
 
 # Envoy and the shim must have survived every bad input above.
 "$ROOT/scripts/stack.sh" status
-for pid in "$FERRY_RUN_DIR"/pids/{envoy,shim,mysql}.pid "$TCP_RUN_DIR"/pids/{envoy,shim}.pid; do
+for pid in "$FERRY_RUN_DIR"/pids/{envoy,shim,mysql}.pid "$TCP_RUN_DIR"/pids/{envoy,shim}.pid \
+  "$FERRY_E2E_PAIR_RUN_DIR"/pids/{envoy,shim,shim2}.pid; do
   kill -0 "$(cat "$pid")" 2>/dev/null || { echo "$pid: died during the tests" >&2; status=1; }
 done
-if grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$FERRY_RUN_DIR"/logs/{envoy,shim}.log "$TCP_RUN_DIR"/logs/{envoy,shim}.log; then
+if grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$FERRY_RUN_DIR"/logs/{envoy,shim}.log "$TCP_RUN_DIR"/logs/{envoy,shim}.log \
+  "$FERRY_E2E_PAIR_RUN_DIR"/logs/{envoy,shim,shim2}.log; then
   echo "a panic or VM failure was logged" >&2; status=1
 fi
 [ $status -eq 0 ] || { echo "--- envoy.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/envoy.log"; echo "--- shim.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/shim.log"; }

@@ -2,6 +2,8 @@
 # Starts and stops the local Ferry stack: MariaDB -> shim -> Envoy (+ wasm filter).
 #   stack.sh up | down | status | run (up, then follow the logs; Ctrl-C stops)
 #   stack.sh gateway   shim + Envoy only, for a MariaDB that is already running
+# FERRY_SHIMS=2: a second shim (pid/log name shim2) on FERRY_SHIM2_ADDR, same keys,
+# no unix socket, and Envoy from envoy/two-shims.yaml (sessions pinned to their shim).
 # Pids and logs live under $FERRY_RUN_DIR/{pids,logs}; data under $FERRY_RUN_DIR/mysql.
 # MariaDB's root has a random password, in $FERRY_RUN_DIR/mysql-root.cnf (mode 0600):
 #   mariadb --defaults-file=.run/mysql-root.cnf --socket=.run/mysql.sock
@@ -98,11 +100,20 @@ shim_up() {
   fi
   start shim "${cmd[@]}"
   wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
+  if [ "$FERRY_SHIMS" = 2 ]; then
+    # The same command as the first shim, on its own address and without a unix socket.
+    # (FERRY_SHIM_ADVERTISE, if set, is the first shim's: the second advertises its own.)
+    FERRY_SHIM_ADDR="$FERRY_SHIM2_ADDR" FERRY_SHIM_UNIX="" FERRY_SHIM_ADVERTISE="$FERRY_SHIM2_ADDR" \
+      start shim2 "${cmd[@]}"
+    wait_for shim2 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM2_ADDR/healthz"
+  fi
 }
 
 envoy_up() {
   [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
-  "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/ferry.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
+  local scenario=ferry
+  case "$FERRY_SHIMS" in 1) ;; 2) scenario=two-shims ;; *) echo "FERRY_SHIMS must be 1 or 2" >&2; exit 2 ;; esac
+  "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
   start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
 }
@@ -137,11 +148,11 @@ HINT
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
-  down) stop envoy; stop shim; stop mysql ;;
-  status) for n in mysql shim envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
+  down) stop envoy; stop shim2; stop shim; stop mysql ;;
+  status) for n in mysql shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
   run)
     trap '"$0" down; exit 0' INT TERM
     "$0" up
-    tail -n 0 -F "$LOGS/shim.log" "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
+    tail -n 0 -F "$LOGS/shim.log" $([ "$FERRY_SHIMS" = 2 ] && echo "$LOGS/shim2.log") "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
   *) echo "usage: $0 up|down|status|run|gateway" >&2; exit 2 ;;
 esac

@@ -5,6 +5,12 @@
 //! |---|---|---|
 //! | `max_request_bytes` | 8388608 (8 MiB) | largest request body (framing included) |
 //! | `max_response_bytes` | 67108864 (64 MiB) | largest response body from the shim |
+//! | `session_affinity` | false | route a pinned session to the shim holding it (`affinity.rs`) |
+//!
+//! `session_affinity` holds the request headers of `Execute`/`CloseSession` until the
+//! body is read, which needs the wasm filter's `allow_on_headers_stop_iteration: true`
+//! in Envoy (without it such requests hang until Envoy's timeout), and Envoy's
+//! `stateful_session` filter (header `x-ferry-host`) after this one to act on it.
 //!
 //! Limits must be between 1 and [`MAX_LIMIT`]. Unknown keys are errors (a typo must not
 //! silently keep a default). An absent or empty configuration means all defaults.
@@ -24,6 +30,7 @@ pub const MAX_LIMIT: u64 = 1 << 30;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
     pub limits: Limits,
+    pub session_affinity: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -42,6 +49,8 @@ struct Raw {
     max_request_bytes: u64,
     #[serde(default = "default_response")]
     max_response_bytes: u64,
+    #[serde(default)]
+    session_affinity: bool,
 }
 
 fn default_request() -> u64 {
@@ -73,6 +82,7 @@ impl Config {
                 max_request_bytes: limit("max_request_bytes", raw.max_request_bytes)?,
                 max_response_bytes: limit("max_response_bytes", raw.max_response_bytes)?,
             },
+            session_affinity: raw.session_affinity,
         })
     }
 }
@@ -97,6 +107,7 @@ mod tests {
                 max_request_bytes: 8_388_608,
                 max_response_bytes: 67_108_864,
             },
+            session_affinity: false,
         };
         assert_eq!(Config::parse(None).unwrap(), defaults);
         assert_eq!(Config::parse(Some(b"")).unwrap(), defaults);
@@ -109,6 +120,10 @@ mod tests {
         let c = Config::parse(Some(br#"{"max_request_bytes": 1024}"#)).unwrap();
         assert_eq!(c.limits.max_request_bytes, 1024);
         assert_eq!(c.limits.max_response_bytes, DEFAULT_MAX_RESPONSE_BYTES);
+        assert!(!c.session_affinity);
+        let c = Config::parse(Some(br#"{"session_affinity": true}"#)).unwrap();
+        assert!(c.session_affinity);
+        assert_eq!(c.limits, Limits::default());
         let c = Config::parse(Some(
             br#"{"max_request_bytes": 1, "max_response_bytes": 2}"#,
         ))
@@ -129,6 +144,7 @@ mod tests {
             br#"{"max_response_bytes": 1073741825}"#,
             br#"{"max_request_bytes": -1}"#,
             br#"{"max_request_bytes": "8"}"#,
+            br#"{"session_affinity": "yes"}"#,
             br#"{"max_requests_bytes": 8}"#,
             b"[]",
             b"{",

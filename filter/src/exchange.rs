@@ -19,6 +19,7 @@
 
 use std::ops::Range;
 
+use crate::affinity;
 use crate::auth;
 use crate::codec::json::ToJsonError;
 use crate::compression;
@@ -67,6 +68,10 @@ pub struct ResponseHead {
     pub status: Option<String>,
     pub content_type: Option<String>,
     pub content_length: Option<String>,
+    /// `ferry-shim-instance`: present on every answer that came from a shim.
+    pub shim_instance: Option<String>,
+    /// `grpc-status` in the headers (a trailers-only gRPC answer).
+    pub grpc_status: Option<String>,
 }
 
 impl ResponseHead {
@@ -78,17 +83,21 @@ impl ResponseHead {
             status: get(":status")?,
             content_type: get("content-type")?,
             content_length: get("content-length")?,
+            shim_instance: get(affinity::SHIM_INSTANCE)?,
+            grpc_status: get("grpc-status")?,
         })
     }
 }
 
-/// What to do with the request headers. (proxy-wasm cannot hold headers and still
-/// see the body: a paused headers callback stops the body callbacks too. So headers
-/// always continue, and a body to rewrite is held by pausing its own callbacks.)
+/// What to do with the request headers.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RequestHeadersStep {
     /// Apply the edits and forward the headers.
     Forward(HeaderEdits),
+    /// Apply the edits and hold the headers until the body is complete (session
+    /// affinity: the upstream depends on the session in the body). Needs Envoy's
+    /// `allow_on_headers_stop_iteration`; without it a held request hangs.
+    Hold(HeaderEdits),
     /// Answer locally; nothing is forwarded.
     Reply(Reply),
 }
@@ -100,8 +109,13 @@ pub enum RequestBodyStep {
     Continue,
     /// Keep buffering it.
     Wait,
-    /// The body is complete: read all of it and call [`Exchange::finish_request`].
+    /// The body is complete: read all of it and call [`Exchange::finish_request`]
+    /// (then [`Exchange::route_request`] with the canonical body, if headers are held).
     Read,
+    /// The body (this many bytes, buffered by the host, canonical already) is
+    /// complete: call [`Exchange::route_request`] with it, apply the header edits, and
+    /// let the request go on.
+    Route(usize),
     /// Answer locally.
     Reply(Reply),
 }
@@ -174,17 +188,22 @@ impl Payload {
 /// How many bytes of a non-RPC error body are quoted in the error message.
 const QUOTED_BODY_BYTES: usize = 200;
 
-/// Request headers no canonical request carries: gRPC transport headers, and
-/// `accept-encoding` (the shim answers uncompressed; compression is the filter's job).
+/// Request headers no canonical request carries: gRPC transport headers,
+/// `accept-encoding` (the shim answers uncompressed; compression is the filter's job),
+/// and `x-ferry-host` (only the filter decides where a session goes).
 const REMOVED_REQUEST_HEADERS: &[&str] = &[
     "te",
     "grpc-encoding",
     "grpc-accept-encoding",
     "accept-encoding",
+    affinity::HEADER,
 ];
 
 pub struct Exchange {
     limits: Limits,
+    /// Hold the headers of session-carrying requests until their body names the
+    /// session's shim ([`affinity`]).
+    affinity: bool,
     state: State,
 }
 
@@ -203,6 +222,10 @@ struct Call {
     /// The request came in early data (0-RTT) and its message decides whether it may
     /// go on: the body is buffered and checked before any of it is forwarded.
     replay_check: Option<early_data::Check>,
+    /// The request headers are held until the session in the body is read.
+    hold: bool,
+    /// The request was routed to the shim holding its session.
+    pinned: bool,
     request: RequestFlow,
     /// Request bytes seen so far while streaming.
     streamed: usize,
@@ -215,6 +238,9 @@ enum RequestFlow {
     Stream,
     /// The body is buffered and rewritten at its end.
     Buffer,
+    /// The body is already canonical (Connect proto) and the headers are held: it is
+    /// buffered by the host, not rewritten, and routed at its end.
+    Hold,
     Done,
 }
 
@@ -241,14 +267,23 @@ enum Conversion {
     ConnectError,
     /// Any other answer → an error made from its HTTP status.
     HttpError,
+    /// Envoy's own "no upstream" answer to a pinned request: the holding shim is gone.
+    Lost,
 }
 
 impl Exchange {
     pub fn new(limits: Limits) -> Self {
         Exchange {
             limits,
+            affinity: false,
             state: State::New,
         }
+    }
+
+    /// Turns session affinity on or off ([`affinity`]; off by default).
+    pub fn with_affinity(mut self, on: bool) -> Self {
+        self.affinity = on;
+        self
     }
 
     // ----- request -----
@@ -282,8 +317,10 @@ impl Exchange {
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
         // Connect proto is already canonical and streams, unless early data must be checked.
-        let streams = protocol == Protocol::ConnectProto && call.replay_check.is_none();
-        if !streams {
+        let canonical = protocol == Protocol::ConnectProto && call.replay_check.is_none();
+        call.hold = self.affinity && call.rpc.carries_session && !end_of_stream;
+        let streams = canonical && !call.hold;
+        if !canonical {
             edits.remove.push("content-length");
         }
         if end_of_stream && !streams {
@@ -294,13 +331,19 @@ impl Exchange {
                 return self.answer(RequestHeadersStep::Reply(reply));
             }
         }
-        let request = match (streams, end_of_stream) {
+        let request = match (canonical, end_of_stream) {
             (_, true) => RequestFlow::Done,
+            (true, false) if call.hold => RequestFlow::Hold,
             (true, false) => RequestFlow::Stream,
             (false, false) => RequestFlow::Buffer,
         };
+        let hold = call.hold;
         self.state = State::Call(Call { request, ..call });
-        RequestHeadersStep::Forward(edits)
+        if hold {
+            RequestHeadersStep::Hold(edits)
+        } else {
+            RequestHeadersStep::Forward(edits)
+        }
     }
 
     /// Checks the request head, in order: path, method, content type, compression,
@@ -367,6 +410,8 @@ impl Exchange {
             rpc,
             client,
             replay_check: None,
+            hold: false,
+            pinned: false,
             request: RequestFlow::Done,
             streamed: 0,
             response: ResponseFlow::Idle,
@@ -386,7 +431,10 @@ impl Exchange {
                 call.streamed = call.streamed.saturating_add(body_size);
                 call.streamed
             }
-            RequestFlow::Buffer => body_size,
+            RequestFlow::Buffer | RequestFlow::Hold => {
+                call.streamed = body_size;
+                body_size
+            }
         };
         if let Err(rejection) = limits.check_request(received) {
             let reply = call.client.reply(&rejection);
@@ -394,7 +442,11 @@ impl Exchange {
         }
         match (call.request, end_of_stream) {
             (RequestFlow::Buffer, true) => RequestBodyStep::Read,
-            (RequestFlow::Buffer, false) => RequestBodyStep::Wait,
+            (RequestFlow::Hold, true) => {
+                call.request = RequestFlow::Done;
+                RequestBodyStep::Route(body_size)
+            }
+            (RequestFlow::Buffer | RequestFlow::Hold, false) => RequestBodyStep::Wait,
             (_, true) => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Continue
@@ -407,6 +459,10 @@ impl Exchange {
     pub fn on_request_trailers(&mut self) -> RequestBodyStep {
         match &mut self.state {
             State::Call(call) if call.request == RequestFlow::Buffer => RequestBodyStep::Read,
+            State::Call(call) if call.request == RequestFlow::Hold => {
+                call.request = RequestFlow::Done;
+                RequestBodyStep::Route(call.streamed)
+            }
             State::Call(call) => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Continue
@@ -428,6 +484,33 @@ impl Exchange {
                 self.state = State::Answered;
                 Err(reply)
             }
+        }
+    }
+
+    /// The held request's canonical body (`len` bytes, read with `read(offset, max)`)
+    /// → the request header edits that route it: `x-ferry-host` for a pinned session.
+    /// Decided once: after the first call (and for requests whose headers are not
+    /// held) the edits are empty, so headers are never touched after they went on.
+    pub fn route_request(
+        &mut self,
+        read: impl FnMut(usize, usize) -> Option<Vec<u8>>,
+        len: usize,
+    ) -> HeaderEdits {
+        let State::Call(call) = &mut self.state else {
+            return HeaderEdits::default();
+        };
+        if !std::mem::take(&mut call.hold) {
+            return HeaderEdits::default();
+        }
+        match affinity::route(read, len) {
+            Some(host) => {
+                call.pinned = true;
+                HeaderEdits {
+                    set: vec![(affinity::HEADER, host)],
+                    remove: Vec::new(),
+                }
+            }
+            None => HeaderEdits::default(),
         }
     }
 
@@ -453,17 +536,39 @@ impl Exchange {
             .map(protocol::media_type)
             .unwrap_or_default();
         let client = call.client;
-        let flow = response_flow(client.protocol, status, media);
+        let lost = call.pinned
+            && affinity::is_lost(
+                status,
+                head.shim_instance.as_deref(),
+                head.grpc_status.as_deref(),
+            );
+        let flow = if lost {
+            ResponseFlow::Convert {
+                kind: Conversion::Lost,
+                status,
+                overflowed: false,
+            }
+        } else {
+            response_flow(client.protocol, status, media)
+        };
         if let Some(declared) = content_length(head.content_length.as_deref()) {
             if let Err(rejection) = limits.check_response(declared) {
-                return self.answer(ResponseHeadersStep::Reply(client.reply(&rejection)));
+                if !lost {
+                    return self.answer(ResponseHeadersStep::Reply(client.reply(&rejection)));
+                }
             }
         }
+        // Envoy's stateful_session names the upstream in this header: internal.
+        let stripped = HeaderEdits {
+            set: Vec::new(),
+            remove: vec![affinity::HEADER],
+        };
         let ResponseFlow::Convert { kind, .. } = flow else {
             call.response = flow;
-            return ResponseHeadersStep::Forward(HeaderEdits::default());
+            return ResponseHeadersStep::Forward(stripped);
         };
-        let (new_status, edits) = answer_headers(client, kind, status);
+        let (new_status, mut edits) = answer_headers(client, kind, status);
+        edits.remove.extend(stripped.remove);
         if !end_of_stream {
             call.response = flow;
             return ResponseHeadersStep::Forward(edits);
@@ -498,6 +603,14 @@ impl Exchange {
         };
         let (kind, status) = (*kind, *status);
         let client = call.client;
+        if kind == Conversion::Lost {
+            // The answer does not depend on Envoy's body: drop it, answer at its end.
+            if !end_of_stream {
+                return ResponseBodyStep::Discard;
+            }
+            call.response = ResponseFlow::Idle;
+            return ResponseBodyStep::Finish(lost_answer(client));
+        }
         if !*overflowed {
             if let Err(rejection) = limits.check_response(body_size) {
                 if kind == Conversion::Success && client.protocol.family() == Family::Connect {
@@ -535,6 +648,13 @@ impl Exchange {
             return ResponseBodyStep::Continue;
         };
         match call.response {
+            ResponseFlow::Convert {
+                kind: Conversion::Lost,
+                ..
+            } => {
+                call.response = ResponseFlow::Idle;
+                ResponseBodyStep::Finish(lost_answer(call.client))
+            }
             ResponseFlow::Convert {
                 overflowed: true,
                 status,
@@ -665,6 +785,7 @@ fn answer_headers(client: Client, kind: Conversion, status: u16) -> (u16, Header
         (Family::Connect, Conversion::HttpError) => {
             (Code::from_http_status(status).http_status(), connect::JSON)
         }
+        (Family::Connect, Conversion::Lost) => (Code::Aborted.http_status(), connect::JSON),
         (Family::Connect, _) => (status, connect::JSON),
     };
     let mut set = Vec::with_capacity(2);
@@ -712,7 +833,14 @@ fn convert_response(
             None => http_error(client, status, body),
         }),
         Conversion::HttpError => Ok(http_error(client, status, body)),
+        Conversion::Lost => Ok(lost_answer(client)),
     }
+}
+
+/// The answer to a pinned request whose shim Envoy could not reach: `aborted`, as the
+/// shims themselves say when a session's connection is gone.
+fn lost_answer(client: Client) -> ResponseEdit {
+    error_body(client, Code::Aborted, affinity::LOST)
 }
 
 /// The stream must be reset: the reason, for the log.

@@ -56,14 +56,19 @@ pub fn request_head() -> Result<RequestHead> {
     RequestHead::read(|name| header(MapType::HttpRequestHeaders, name))
 }
 
-/// Applies a request headers step. Headers always continue: a paused headers callback
-/// would also stop the body callbacks (proxy-wasm maps it to Envoy's
-/// `StopAllIterationAndWatermark`), and a body to rewrite is held by pausing those.
+/// Applies a request headers step. `Hold` pauses the headers until the body callback
+/// that routes the request continues it; this needs the wasm filter's
+/// `allow_on_headers_stop_iteration` (otherwise proxy-wasm's pause is Envoy's
+/// `StopAllIterationAndWatermark`, which stops the body callbacks too: a hang).
 pub fn apply_request_headers(step: RequestHeadersStep) -> Result<Action> {
     match step {
         RequestHeadersStep::Forward(edits) => {
             edit_headers(MapType::HttpRequestHeaders, &edits)?;
             Ok(Action::Continue)
+        }
+        RequestHeadersStep::Hold(edits) => {
+            edit_headers(MapType::HttpRequestHeaders, &edits)?;
+            Ok(Action::Pause)
         }
         RequestHeadersStep::Reply(reply) => send_reply(&reply),
     }
@@ -84,17 +89,34 @@ pub fn apply_request_body(
             let body = read_body(BufferType::HttpRequestBody, body_size)?;
             match exchange.finish_request(body) {
                 Ok(payload) => {
-                    hostcalls::set_buffer(
-                        BufferType::HttpRequestBody,
-                        0,
-                        body_size,
-                        payload.as_slice(),
-                    )
-                    .map_err(failed("set_buffer(request body)"))?;
+                    let message = payload.as_slice();
+                    hostcalls::set_buffer(BufferType::HttpRequestBody, 0, body_size, message)
+                        .map_err(failed("set_buffer(request body)"))?;
+                    let edits = exchange.route_request(
+                        |offset, max| {
+                            let end = offset.saturating_add(max).min(message.len());
+                            message.get(offset..end).map(<[u8]>::to_vec)
+                        },
+                        message.len(),
+                    );
+                    edit_headers(MapType::HttpRequestHeaders, &edits)?;
                     Ok(Action::Continue)
                 }
                 Err(reply) => send_reply(&reply),
             }
+        }
+        // The body stays in the host; only the session's bytes are read.
+        RequestBodyStep::Route(len) => {
+            let edits = exchange.route_request(
+                |offset, max| {
+                    hostcalls::get_buffer(BufferType::HttpRequestBody, offset, max)
+                        .ok()
+                        .map(Option::unwrap_or_default)
+                },
+                len,
+            );
+            edit_headers(MapType::HttpRequestHeaders, &edits)?;
+            Ok(Action::Continue)
         }
     }
 }

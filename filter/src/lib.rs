@@ -20,6 +20,7 @@
     clippy::unimplemented
 )]
 
+pub mod affinity;
 pub mod auth;
 pub mod codec;
 pub mod compression;
@@ -60,7 +61,11 @@ impl RootContext for Root {
             .and_then(|raw| Config::parse(raw.as_deref()).map_err(|e| e.to_string()));
         match parsed {
             Ok(config) => {
-                log::info!("{:?}", config.limits);
+                log::info!(
+                    "{:?}, session affinity {}",
+                    config.limits,
+                    if config.session_affinity { "on" } else { "off" }
+                );
                 self.config = config;
                 true
             }
@@ -73,7 +78,7 @@ impl RootContext for Root {
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
         Some(Box::new(Filter {
-            exchange: Exchange::new(self.config.limits),
+            exchange: Exchange::new(self.config.limits).with_affinity(self.config.session_affinity),
         }))
     }
 

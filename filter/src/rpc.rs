@@ -26,6 +26,9 @@ pub struct Rpc {
     pub response_to_json: ResponseToJson,
     /// What it may do when it arrives in HTTP/3 early data (0-RTT).
     pub early_data: Policy,
+    /// Its request carries a `Session` (field 1): with session affinity on, its
+    /// headers are held until the session names the shim to route to.
+    pub carries_session: bool,
 }
 
 impl std::fmt::Debug for Rpc {
@@ -44,6 +47,7 @@ pub const RPCS: &[Rpc] = &[
         validate_request: proto::validate::<ExecuteRequest>,
         response_to_json: json::from_proto::<ExecuteResponse>,
         early_data: Policy::Inspect(early_data::execute),
+        carries_session: true,
     },
     Rpc {
         name: "CreateSession",
@@ -52,6 +56,7 @@ pub const RPCS: &[Rpc] = &[
         validate_request: proto::validate::<CreateSessionRequest>,
         response_to_json: json::from_proto::<CreateSessionResponse>,
         early_data: Policy::Allow,
+        carries_session: false,
     },
     Rpc {
         name: "CloseSession",
@@ -60,6 +65,7 @@ pub const RPCS: &[Rpc] = &[
         validate_request: proto::validate::<CloseSessionRequest>,
         response_to_json: json::from_proto::<CloseSessionResponse>,
         early_data: Policy::Refuse("CloseSession"),
+        carries_session: true,
     },
 ];
 

@@ -466,6 +466,8 @@ fn response(status: &str, content_type: &str) -> ResponseHead {
         status: Some(status.into()),
         content_type: Some(content_type.into()),
         content_length: None,
+        shim_instance: Some("0123456789abcdef".into()),
+        grpc_status: None,
     }
 }
 
@@ -497,6 +499,15 @@ fn respond(ex: &mut Exchange, head: &ResponseHead, body: &[u8]) -> (HeaderEdits,
         other => panic!("{other:?}"),
     };
     (edits, edit)
+}
+
+/// The response header edits of an answer that passes: only `x-ferry-host` (Envoy's
+/// stateful_session names the upstream in it) is removed.
+fn stripped() -> HeaderEdits {
+    HeaderEdits {
+        set: Vec::new(),
+        remove: vec!["x-ferry-host"],
+    }
 }
 
 fn replaced(edit: &ResponseEdit) -> &[u8] {
@@ -546,7 +557,7 @@ fn execute_response() -> ExecuteResponse {
 fn connect_proto_success_passes_untouched() {
     let mut ex = forwarded(EXECUTE, "application/proto");
     let step = ex.on_response_headers(&response("200", "application/proto"), false);
-    assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+    assert_eq!(step, ResponseHeadersStep::Forward(stripped()));
     assert_eq!(ex.on_response_body(100, false), ResponseBodyStep::Continue);
     assert_eq!(
         ex.on_response_body(5000, true),
@@ -692,7 +703,7 @@ fn shim_connect_errors_pass_to_connect_clients() {
     for ct in ["application/json", "application/proto"] {
         let mut ex = forwarded(EXECUTE, ct);
         let step = ex.on_response_headers(&response("401", "application/json"), false);
-        assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+        assert_eq!(step, ResponseHeadersStep::Forward(stripped()));
         assert_eq!(ex.on_response_body(50, true), ResponseBodyStep::Continue);
     }
 }
@@ -783,7 +794,7 @@ fn only_the_start_of_a_foreign_error_body_is_read() {
 fn envoy_grpc_answers_pass_to_grpc_clients() {
     let mut ex = forwarded(EXECUTE, "application/grpc");
     let step = ex.on_response_headers(&response("200", "application/grpc"), true);
-    assert_eq!(step, ResponseHeadersStep::Forward(HeaderEdits::default()));
+    assert_eq!(step, ResponseHeadersStep::Forward(stripped()));
 }
 
 #[test]
@@ -1208,4 +1219,262 @@ fn without_the_header_writes_go_on() {
     let body = br#"{"query":"INSERT INTO t VALUES (1)"}"#;
     assert!(send(&head(EXECUTE, "application/json"), body).is_ok());
     assert!(send(&head(CLOSE_SESSION, "application/json"), b"{}").is_ok());
+}
+
+// ----- session affinity -----
+
+fn pinned_session(holder: &str) -> Session {
+    let mut signature = vec![1u8];
+    signature.extend_from_slice(&[7; 4 + 16 + 8 + 16 + 8]);
+    signature.push(1);
+    signature.push(holder.len() as u8);
+    signature.extend_from_slice(holder.as_bytes());
+    signature.extend_from_slice(&[9; 32]);
+    Session {
+        signature,
+        vitess_session: None,
+    }
+}
+
+fn pinned_execute(holder: &str) -> Vec<u8> {
+    ExecuteRequest {
+        session: Some(pinned_session(holder)),
+        query: "INSERT INTO t VALUES (1)".into(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+fn affine(head: &RequestHead) -> (Exchange, RequestHeadersStep) {
+    let mut ex = Exchange::new(limits()).with_affinity(true);
+    let step = ex.on_request_headers(head, false);
+    (ex, step)
+}
+
+fn read_from(message: &[u8]) -> impl FnMut(usize, usize) -> Option<Vec<u8>> + '_ {
+    |offset, max| {
+        let end = (offset + max).min(message.len());
+        message.get(offset..end).map(<[u8]>::to_vec)
+    }
+}
+
+const HOLDER_B64: &str = "MTI3LjAuMC4xOjE4MDg0"; // 127.0.0.1:18084
+
+#[test]
+fn client_sent_x_ferry_host_is_removed() {
+    for affinity in [false, true] {
+        let mut ex = Exchange::new(limits()).with_affinity(affinity);
+        let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) =
+            ex.on_request_headers(&head(EXECUTE, "application/json"), false)
+        else {
+            panic!("forwarded")
+        };
+        assert!(edits.remove.contains(&"x-ferry-host"));
+    }
+}
+
+#[test]
+fn with_affinity_session_requests_hold_their_headers_until_routed() {
+    // Connect proto: buffered by the host, not rewritten, routed at its end.
+    let body = pinned_execute("127.0.0.1:18084");
+    let (mut ex, step) = affine(&head(EXECUTE, "application/proto"));
+    let RequestHeadersStep::Hold(edits) = step else {
+        panic!("{step:?}")
+    };
+    assert!(
+        !edits.remove.contains(&"content-length"),
+        "the body is not rewritten"
+    );
+    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
+    assert_eq!(
+        ex.on_request_body(body.len(), true),
+        RequestBodyStep::Route(body.len())
+    );
+    let edits = ex.route_request(read_from(&body), body.len());
+    assert_eq!(edits.get("x-ferry-host"), Some(HOLDER_B64));
+    assert!(
+        ex.route_request(read_from(&body), body.len()).is_empty(),
+        "decided once"
+    );
+
+    // JSON: rewritten, then routed from the canonical body.
+    let json = serde_json::to_vec(&json!({
+        "query": "SELECT 1",
+        "session": {"signature": base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            pinned_session("127.0.0.1:18084").signature
+        )}
+    }))
+    .unwrap();
+    let (mut ex, step) = affine(&head(CLOSE_SESSION, "application/json"));
+    assert!(matches!(step, RequestHeadersStep::Hold(_)), "{step:?}");
+    assert_eq!(ex.on_request_body(json.len(), true), RequestBodyStep::Read);
+    let payload = ex.finish_request(json).unwrap();
+    let message = payload.as_slice().to_vec();
+    let edits = ex.route_request(read_from(&message), message.len());
+    assert_eq!(edits.get("x-ferry-host"), Some(HOLDER_B64));
+
+    // Request trailers end a held body too.
+    let (mut ex, _) = affine(&head(EXECUTE, "application/proto"));
+    assert_eq!(ex.on_request_body(body.len(), false), RequestBodyStep::Wait);
+    assert_eq!(ex.on_request_trailers(), RequestBodyStep::Route(body.len()));
+}
+
+#[test]
+fn with_affinity_unpinned_and_sessionless_requests_balance() {
+    let unpinned = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (mut ex, step) = affine(&head(EXECUTE, "application/proto"));
+    assert!(matches!(step, RequestHeadersStep::Hold(_)));
+    assert_eq!(
+        ex.on_request_body(unpinned.len(), true),
+        RequestBodyStep::Route(unpinned.len())
+    );
+    assert!(ex
+        .route_request(read_from(&unpinned), unpinned.len())
+        .is_empty());
+    // CreateSession has no session; a request without a body has nothing to read.
+    assert!(matches!(
+        affine(&head(CREATE_SESSION, "application/proto")).1,
+        RequestHeadersStep::Forward(_)
+    ));
+    let mut ex = Exchange::new(limits()).with_affinity(true);
+    assert!(matches!(
+        ex.on_request_headers(&head(EXECUTE, "application/proto"), true),
+        RequestHeadersStep::Forward(_)
+    ));
+    // Without affinity, nothing is held and nothing routed.
+    let (mut ex, step) = start(&head(EXECUTE, "application/proto"));
+    assert!(matches!(step, RequestHeadersStep::Forward(_)));
+    let body = pinned_execute("127.0.0.1:18084");
+    assert_eq!(
+        ex.on_request_body(body.len(), true),
+        RequestBodyStep::Continue
+    );
+    assert!(ex.route_request(read_from(&body), body.len()).is_empty());
+}
+
+#[test]
+fn with_affinity_held_bodies_keep_their_limit() {
+    let (mut ex, _) = affine(&head(EXECUTE, "application/proto"));
+    let RequestBodyStep::Reply(reply) = ex.on_request_body(1001, false) else {
+        panic!("refused")
+    };
+    assert_eq!(reply.status, 429);
+}
+
+/// A pinned request routed to its shim, over `content_type`.
+fn pinned(content_type: &str) -> Exchange {
+    let body = pinned_execute("127.0.0.1:18084");
+    let body = match content_type {
+        "application/grpc" => framed(&body),
+        "application/json" => serde_json::to_vec(&json!({
+            "query": "SELECT 1",
+            "session": {"signature": base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                pinned_session("127.0.0.1:18084").signature
+            )}
+        }))
+        .unwrap(),
+        _ => body,
+    };
+    let (mut ex, step) = affine(&head(EXECUTE, content_type));
+    assert!(matches!(step, RequestHeadersStep::Hold(_)));
+    let message = match ex.on_request_body(body.len(), true) {
+        RequestBodyStep::Route(_) => body,
+        RequestBodyStep::Read => ex.finish_request(body).unwrap().as_slice().to_vec(),
+        other => panic!("{other:?}"),
+    };
+    let edits = ex.route_request(read_from(&message), message.len());
+    assert_eq!(edits.get("x-ferry-host"), Some(HOLDER_B64));
+    ex
+}
+
+fn envoy_503() -> ResponseHead {
+    ResponseHead {
+        status: Some("503".into()),
+        content_type: Some("text/plain".into()),
+        content_length: Some("19".into()),
+        shim_instance: None,
+        grpc_status: None,
+    }
+}
+
+#[test]
+fn envoys_503_to_a_pinned_request_is_a_lost_transaction() {
+    let lost = "transaction lost, rolled back: the shim holding this session is unavailable";
+    for ct in ["application/proto", "application/json"] {
+        let mut ex = pinned(ct);
+        let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&envoy_503(), false)
+        else {
+            panic!("forward")
+        };
+        assert_eq!(edits.get(":status"), Some("409"));
+        assert_eq!(edits.get("content-type"), Some("application/json"));
+        assert!(edits.remove.contains(&"x-ferry-host"));
+        assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
+        let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
+            panic!("finish")
+        };
+        let body = json_of(replaced(&edit));
+        assert_eq!(body["code"], "aborted", "{ct}");
+        assert_eq!(body["message"], lost);
+    }
+    let mut ex = pinned("application/grpc");
+    let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&envoy_503(), false) else {
+        panic!("forward")
+    };
+    assert_eq!(edits.get(":status"), Some("200"));
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
+        panic!("finish")
+    };
+    assert_eq!(edit.trailers[0], ("grpc-status", "10".to_owned()));
+    assert_eq!(edit.trailers[1].1, lost);
+
+    // Envoy's trailers-only gRPC UNAVAILABLE, headers only.
+    let mut ex = pinned("application/grpc");
+    let head = ResponseHead {
+        status: Some("200".into()),
+        content_type: Some("application/grpc".into()),
+        grpc_status: Some("14".into()),
+        ..ResponseHead::default()
+    };
+    let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&head, true) else {
+        panic!("forward")
+    };
+    assert_eq!(edits.get("grpc-status"), Some("10"));
+}
+
+#[test]
+fn a_shims_own_answers_and_unpinned_503s_are_not_lost_transactions() {
+    // The shim's 503 (it names its instance) passes as usual.
+    let mut ex = pinned("application/json");
+    let mut head = response("503", "application/json");
+    head.shim_instance = Some("0123456789abcdef".into());
+    assert_eq!(
+        ex.on_response_headers(&head, false),
+        ResponseHeadersStep::Forward(stripped())
+    );
+    // Envoy's 503 to an unpinned request: unavailable, quoting Envoy.
+    let (mut ex, _) = affine(&head_json_execute());
+    let body = br#"{"query":"SELECT 1"}"#;
+    assert_eq!(ex.on_request_body(body.len(), true), RequestBodyStep::Read);
+    let message = ex
+        .finish_request(body.to_vec())
+        .unwrap()
+        .as_slice()
+        .to_vec();
+    assert!(ex
+        .route_request(read_from(&message), message.len())
+        .is_empty());
+    let (edits, edit) = respond(&mut ex, &envoy_503(), b"no healthy upstream");
+    assert_eq!(edits.get(":status"), None, "stays 503");
+    assert_eq!(json_of(replaced(&edit))["code"], "unavailable");
+}
+
+fn head_json_execute() -> RequestHead {
+    head(EXECUTE, "application/json")
 }
