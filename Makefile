@@ -9,7 +9,7 @@ SHIM := target/release/ferry-shim
 ENVOY_CONFIGS := $(wildcard envoy/*.yaml)
 
 .PHONY: all deps build wasm shim run up down status test lint unit validate e2e clean \
-	k6 bench bench-smoke bench-sweep-concurrency bench-sweep-compression bench-down
+	k6 bench bench-smoke bench-sweep-concurrency bench-sweep-compression bench-sessions bench-down
 
 all: build
 
@@ -84,6 +84,10 @@ bench-sweep-concurrency: build
 
 bench-sweep-compression: build
 	loadtest/bench.sh sweep-compression
+
+# 5,000 concurrent sessions (HTTP/2 and HTTP/3) on MariaDB max_connections=100.
+bench-sessions: build
+	loadtest/bench.sh sessions
 
 bench-down:
 	loadtest/bench.sh down

@@ -5,6 +5,7 @@
 #   bench.sh full                every workload × client × network (loopback, near, far)
 #   bench.sh sweep-concurrency   point selects at 4…200 VUs, MySQL vs Ferry (NET=loopback|near|far)
 #   bench.sh sweep-compression   far network, compressible vs random rows: MySQL zlib vs Ferry gzip/zstd
+#   bench.sh sessions            SESSIONS (5000) concurrent sessions, HTTP/2 and HTTP/3, MariaDB max_connections=100
 #   bench.sh build               build bin/k6 and the tools only
 #   bench.sh report DIR          re-render DIR/results.{json,md} and charts from DIR/runs
 #   bench.sh down                stop a bench stack / namespaces left by an interrupted run
@@ -17,7 +18,7 @@ ROOT="$(dirname "$LT")"
 PATH="$PATH:/usr/sbin:/sbin"
 export K6_NO_USAGE_REPORT=true
 
-ALL_WORKLOADS="cold-start warm-select medium-select medium-insert large-select large-insert"
+ALL_WORKLOADS="cold-start warm-select medium-select medium-insert large-select large-insert transaction"
 WORKLOADS="${WORKLOADS:-$ALL_WORKLOADS}"
 CLIENTS="${CLIENTS:-mysql h2 h3}"
 NS_S=ferryb-srv NS_C=ferryb-cli SRV_IP=10.77.0.1
@@ -92,6 +93,7 @@ plan() {
   if [ "$PROFILE" = smoke ]; then
     case $1 in
       cold-start) echo "1 3" ;; warm-select) echo "2 5" ;; medium-*) echo "1 3" ;; large-*) echo "1 1" ;;
+      transaction) echo "2 3" ;;
     esac
     return
   fi
@@ -101,6 +103,7 @@ plan() {
     medium-*) [ $far = 1 ] && echo "4 20" || echo "4 200" ;;
     large-select) [ $far = 1 ] && echo "1 3" || echo "1 10" ;;
     large-insert) [ $far = 1 ] && echo "1 5" || echo "1 10" ;;
+    transaction) [ $far = 1 ] && echo "1 20" || echo "4 200" ;;
   esac
 }
 
@@ -188,6 +191,24 @@ case "${1:-}" in
     for vus in ${SWEEP_VUS:-4 8 16 32 64 100 200}; do
       for client in $CLIENTS; do run point-select "$client" "" "$vus" "${SWEEP_DURATION:-10s}"; done
     done
+    finish || true ;;
+  sessions)
+    # SESSIONS concurrent sessions (default 5,000) over HTTP/2 and HTTP/3 against
+    # MariaDB at max_connections=100; MariaDB's connection counters next to each run.
+    prepare sessions; use_local; shape loopback
+    root_sql=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -N -B)
+    "${root_sql[@]}" -e "SET GLOBAL max_connections = 100"
+    for client in ${CLIENTS/mysql/}; do
+      "${root_sql[@]}" -e "FLUSH STATUS"
+      drops=$(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $7 }' /proc/net/snmp)
+      run sessions "$client" "" "${SESSIONS:-5000}" "${SESSIONS_ITER:-20}"
+      echo "  UDP receive-buffer drops during the run (host-wide): $(( $(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $7 }' /proc/net/snmp) - drops ))" \
+        | tee -a "$OUT/runs/sessions.$client.mariadb.txt"
+      "${root_sql[@]}" -e "SHOW GLOBAL STATUS WHERE Variable_name IN
+        ('Max_used_connections', 'Threads_connected', 'Connection_errors_max_connections')" \
+        | tee "$OUT/runs/sessions.$client.mariadb.txt" | sed 's/^/  mariadb: /'
+    done
+    "${root_sql[@]}" -e "SET GLOBAL max_connections = 500"
     finish || true ;;
   sweep-compression)
     prepare sweep-compression; use_ns; LOSS="${FAR_LOSS:-0}" shape "${NET:-far}"

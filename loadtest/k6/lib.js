@@ -48,11 +48,14 @@ export function options(vus, iterations) {
   };
 }
 
-// client(o) makes this VU's client. o: {fresh, resume, zeroRtt, ext}
+// client(o) makes this VU's client. o: {fresh, resume, zeroRtt, ext, session}
 //   fresh: a new connection per call (cold start); resume: TLS session cache;
 //   zeroRtt: HTTP/3 0-RTT; ext: Ferry HTTP/2 through our extension instead of k6's http
-//   (needed for fresh connections with resumption on/off, which k6's http cannot toggle).
-// Returns {run(sql, record=true)}: run(...) -> true when the call succeeded.
+//   (needed for fresh connections with resumption on/off, which k6's http cannot toggle);
+//   session: send back each answer's psdb session, as @planetscale/database does per
+//   connection (needed for transactions; MySQL keeps its one connection anyway).
+// Returns {run(sql, record=true), txn(sqls)}: run(...) -> true when the call succeeded;
+// txn runs the statements one request each and records them as one call (their total).
 export function client(o = {}) {
   if (CLIENT === 'mysql') {
     const db = mysql.client({
@@ -60,17 +63,22 @@ export function client(o = {}) {
       user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry', database: E.DB_NAME || 'ferry',
       fresh: !!o.fresh, resume: !!o.resume, compress: E.COMPRESS === '1',
     });
-    return { run: (sql, record = true) => note(/^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql), record) };
+    return withTxn((sql, record = true) => note(/^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql), record),
+      (sql) => /^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql));
   }
   if (CLIENT === 'h3' || (CLIENT === 'h2' && o.ext)) {
     const c = ferry.client({
       url: FERRY_URL, proto: CLIENT, ca: E.CA || '', serverName: E.SERVER_NAME || '',
       user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry',
       fresh: !!o.fresh, resume: !!o.resume, zeroRtt: !!o.zeroRtt, headers: HEADERS,
+      session: !!o.session,
     });
-    return { run: (sql, record = true) => note(c.execute(sql), record) };
+    return withTxn((sql, record = true) => note(c.execute(sql), record), (sql) => c.execute(sql), !!o.session);
   }
-  if (CLIENT === 'h2') return { run: (sql, record = true) => k6http(sql, record) };
+  if (CLIENT === 'h2') {
+    const state = { session: o.session ? null : undefined };
+    return withTxn((sql, record = true) => note(k6http(sql, state), record), (sql) => k6http(sql, state), !!o.session);
+  }
   throw new Error(`CLIENT must be mysql, h2 or h3, not ${CLIENT}`);
 }
 
@@ -93,9 +101,34 @@ function note(r, record) {
   return !r.error;
 }
 
-// k6http is Ferry over k6's own HTTP/2 client; its bytes are k6's data_sent/data_received.
-function k6http(sql, record) {
-  const res = http.post(EXECUTE, JSON.stringify({ query: sql }), {
+// withTxn adds txn(sqls) to a client: one request per statement, recorded as one call.
+// For Ferry (sessions: true) every answer but the last must report the open
+// transaction, or the session was not carried and the statements ran one by one.
+function withTxn(run, raw, sessions = false) {
+  return {
+    run,
+    txn: (sqls) => {
+      let ms = 0, sent = 0, recv = 0, error = '';
+      for (const [i, sql] of sqls.entries()) {
+        const r = raw(sql);
+        ms += r.ms; sent += r.sent || 0; recv += r.recv || 0;
+        if (r.error) { error = r.error; break; }
+        if (sessions && i < sqls.length - 1 && !/"inTransaction":\s*true/.test(r.body || '')) {
+          error = `${sql} did not run in the session's transaction`;
+          break;
+        }
+      }
+      return note({ ms, sent, recv, error }, true);
+    },
+  };
+}
+
+// k6http is one Execute over k6's own HTTP/2 client (its bytes are k6's data_sent /
+// data_received); state.session, when not undefined, carries the psdb session.
+function k6http(sql, state) {
+  const msg = { query: sql };
+  if (state.session) msg.session = state.session;
+  const res = http.post(EXECUTE, JSON.stringify(msg), {
     headers: Object.assign({ 'content-type': 'application/json', authorization: AUTH }, HEADERS),
     timeout: '120s',
   });
@@ -104,9 +137,10 @@ function k6http(sql, record) {
   else if (res.status !== 200) err = `HTTP ${res.status}`;
   else if (res.proto !== 'HTTP/2.0') err = `expected HTTP/2, got ${res.proto}`;
   else if (res.body.indexOf('"error"') >= 0) err = `SQL error: ${res.body.slice(0, 200)}`;
+  if (!err && state.session !== undefined) state.session = res.json('session');
   const t = res.timings;
   const enc = res.headers['Content-Encoding'] || '';
-  return note({ ms: t.duration + t.connecting + t.tls_handshaking, error: err, sent: 0, recv: 0, encoding: enc }, record);
+  return { ms: t.duration + t.connecting + t.tls_handshaking, error: err, sent: 0, recv: 0, encoding: enc, body: res.body };
 }
 
 // handleSummary writes the whole k6 summary plus our labels to $SUMMARY.

@@ -108,7 +108,7 @@ func main() {
 // order of workloads, clients and networks in tables and charts.
 var order = map[string]int{
 	"cold-start": 1, "warm-select": 2, "medium-select": 3, "medium-insert": 4, "large-select": 5,
-	"large-insert": 6, "point-select": 7, "compress-select": 8,
+	"large-insert": 6, "transaction": 7, "point-select": 8, "compress-select": 9, "sessions": 10,
 	"mysql": 1, "h2": 2, "h3": 3, "loopback": 1, "near": 2, "far": 3,
 	"noresume": 1, "resume": 2, "0rtt": 3,
 }

@@ -6,7 +6,8 @@
 //
 //	import ferry from 'k6/x/ferry';
 //	const c = ferry.client({ url, proto: 'h3', ca, user, password,
-//	                         fresh: true, resume: true, zeroRtt: true });
+//	                         fresh: true, resume: true, zeroRtt: true,
+//	                         session: true }); // send back each answer's session, as the driver does
 //	const r = c.execute('SELECT 1'); // {ms, status, body, proto, resumed, early, error}
 package ferry
 
@@ -56,6 +57,8 @@ type Client struct {
 	o   options
 	cnt wire.Counter
 	rt  roundTripper
+	// session: the last answer's psdb session (with o.session), sent with the next request.
+	session json.RawMessage
 }
 
 // roundTripper is one protocol's way to send a request and read the answer.
@@ -66,7 +69,7 @@ type roundTripper interface {
 
 // Execute runs one SQL statement and returns what the script needs to check it.
 func (c *Client) Execute(sql string) map[string]any {
-	r := newRequest(c.vu.Context(), c.o, sql)
+	r := newRequest(c.vu.Context(), c.o, sql, c.session)
 	defer r.cancel()
 	if c.o.fresh && c.o.tickets != nil {
 		c.o.tickets.reset()
@@ -90,6 +93,14 @@ func (c *Client) Execute(sql string) map[string]any {
 		out["resumed"], out["early"], out["encoding"] = res.resumed, res.early, res.coding
 		out["ticket"] = ticket
 		out["error"] = answerError(res)
+		if c.o.session {
+			var a struct {
+				Session json.RawMessage `json:"session"`
+			}
+			if json.Unmarshal([]byte(res.body), &a) == nil && len(a.Session) > 0 {
+				c.session = a.Session
+			}
+		}
 		if len(res.body) <= 4096 { // big bodies stay in Go: copying 37 MB into JS costs more than the request
 			out["body"] = res.body
 		}

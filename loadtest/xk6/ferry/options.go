@@ -19,6 +19,7 @@ type options struct {
 	fresh    bool              // a new connection for every request (cold start)
 	resume   bool              // keep a TLS session cache across connections
 	zeroRTT  bool              // h3: send the request as 0-RTT early data when resuming
+	session  bool              // carry the psdb session from each answer into the next request
 	headers  map[string]string // extra request headers (e.g. accept-encoding)
 	timeout  time.Duration
 	tls      *tls.Config
@@ -36,7 +37,7 @@ func parseOptions(m map[string]any) (options, error) {
 	o := options{
 		proto: str("proto", "h3"), base: str("url", "https://127.0.0.1:8443"),
 		user: str("user", "ferry"), password: str("password", "ferry"),
-		fresh: flag("fresh"), resume: flag("resume"), zeroRTT: flag("zeroRtt"),
+		fresh: flag("fresh"), resume: flag("resume"), zeroRTT: flag("zeroRtt"), session: flag("session"),
 		headers: map[string]string{}, timeout: 120 * time.Second,
 	}
 	if o.proto != "h2" && o.proto != "h3" {

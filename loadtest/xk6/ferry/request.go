@@ -22,8 +22,12 @@ type request struct {
 	url    string
 }
 
-func newRequest(parent context.Context, o options, sql string) *request {
-	body, _ := json.Marshal(map[string]string{"query": sql}) // a string always marshals
+func newRequest(parent context.Context, o options, sql string, session json.RawMessage) *request {
+	msg := map[string]any{"query": sql}
+	if len(session) > 0 {
+		msg["session"] = session
+	}
+	body, _ := json.Marshal(msg) // strings and raw JSON always marshal
 	h := http.Header{}
 	h.Set("content-type", "application/json")
 	h.Set("authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user+":"+o.password)))
