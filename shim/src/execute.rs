@@ -229,6 +229,16 @@ async fn txn_status(conn: &mut Conn) -> Result<(bool, bool), mysql_async::Error>
     ))
 }
 
+/// Runs a statement, then reads the transaction status it left.
+async fn run_with_status(
+    conn: &mut Conn,
+    sql: &str,
+    limits: ResultLimits,
+) -> Result<(Outcome, (bool, bool)), mysql_async::Error> {
+    let outcome = run(conn, sql, limits).await?;
+    Ok((outcome, txn_status(conn).await?))
+}
+
 pub async fn execute(
     app: &App,
     creds: &Credentials,
@@ -300,10 +310,7 @@ pub async fn execute(
                     return unpinned(app, &out, creds, &req.query, verdict).await;
                 };
                 let started = Instant::now();
-                let run = match run(conn, &req.query, limits).await {
-                    Ok(outcome) => txn_status(conn).await.map(|status| (outcome, status)),
-                    Err(e) => Err(e),
-                };
+                let run = run_with_status(conn, &req.query, limits).await;
                 let timing = started.elapsed().as_secs_f64();
                 let (outcome, (in_txn, autocommit)) = match run {
                     Ok(done) => done,
@@ -373,10 +380,7 @@ async fn unpinned(
         }
     }
     let started = Instant::now();
-    let outcome = match run(&mut conn, sql, app.result_limits).await {
-        Ok(outcome) => txn_status(&mut conn).await.map(|status| (outcome, status)),
-        Err(e) => Err(e),
-    };
+    let outcome = run_with_status(&mut conn, sql, app.result_limits).await;
     let timing = started.elapsed().as_secs_f64();
     let (outcome, (in_txn, autocommit)) = match outcome {
         Ok(done) => done,

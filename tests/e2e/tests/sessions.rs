@@ -10,12 +10,6 @@ use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
 use ferry_proto::vitess::vtrpc::Code;
 
-fn count(table: &str) -> usize {
-    mariadb_root(&format!("SELECT COUNT(*) FROM {table}"))
-        .parse()
-        .expect("a count")
-}
-
 fn ok(r: &ExecuteResponse, what: &str) -> Session {
     assert!(r.error.is_none(), "{what}: {:?}", r.error);
     r.session.clone().expect("a session")
@@ -48,7 +42,7 @@ async fn a_transaction_spans_requests_over_every_way() {
         );
         assert!(in_txn(&s));
         assert_eq!(
-            count(&t),
+            count_rows(&t),
             0,
             "{way:?}: uncommitted rows are invisible to others"
         );
@@ -69,7 +63,7 @@ async fn a_transaction_spans_requests_over_every_way() {
         );
         let s = ok(&execute_in(*way, Some(&s), "COMMIT").await, "COMMIT");
         assert!(!in_txn(&s), "{way:?}: COMMIT ends the transaction");
-        assert_eq!(count(&t), 2, "{way:?}: visible after COMMIT");
+        assert_eq!(count_rows(&t), 2, "{way:?}: visible after COMMIT");
 
         // ROLLBACK throws the work away.
         let s = ok(
@@ -82,7 +76,7 @@ async fn a_transaction_spans_requests_over_every_way() {
         );
         let s = ok(&execute_in(*way, Some(&s), "ROLLBACK").await, "ROLLBACK");
         assert!(!in_txn(&s));
-        assert_eq!(count(&t), 2, "{way:?}: rolled back");
+        assert_eq!(count_rows(&t), 2, "{way:?}: rolled back");
     }
 }
 
@@ -229,7 +223,7 @@ async fn tampered_forged_borrowed_and_expired_sessions_are_refused() {
     )
     .await;
     refused(&v, "PERMISSION_DENIED", "other credentials");
-    assert_eq!(count(&t), 0, "nothing ran");
+    assert_eq!(count_rows(&t), 0, "nothing ran");
     mariadb_root(&format!("DROP USER '{other}'@'localhost'"));
 
     // The real session still works after all that.
@@ -237,7 +231,7 @@ async fn tampered_forged_borrowed_and_expired_sessions_are_refused() {
     assert!(v.get("error").is_none(), "{v}");
     let v = execute_json_raw(v["session"].clone(), "COMMIT", &auth).await;
     assert!(v.get("error").is_none(), "{v}");
-    assert_eq!(count(&t), 1);
+    assert_eq!(count_rows(&t), 1);
 
     // Expired: the second gateway's sessions live 2 s.
     let tcp_port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
@@ -271,7 +265,7 @@ async fn tampered_forged_borrowed_and_expired_sessions_are_refused() {
         .as_str()
         .unwrap_or_default()
         .contains("expired"));
-    assert_eq!(count(&t), 1, "the expired session ran nothing");
+    assert_eq!(count_rows(&t), 1, "the expired session ran nothing");
 }
 
 #[tokio::test]
@@ -310,7 +304,7 @@ async fn an_idle_transaction_is_lost_explicitly_never_silently() {
         );
     }
     assert_eq!(
-        count(&t),
+        count_rows(&t),
         0,
         "neither the first insert nor a later one was applied"
     );
@@ -330,7 +324,7 @@ async fn an_idle_transaction_is_lost_explicitly_never_silently() {
         "INSERT after ROLLBACK",
     );
     assert!(!in_txn(&s));
-    assert_eq!(count(&t), 1);
+    assert_eq!(count_rows(&t), 1);
 }
 
 #[tokio::test]
@@ -355,11 +349,11 @@ async fn concurrent_statements_of_one_transaction_all_run_in_it() {
         let s = ok(&r, "concurrent INSERT");
         assert!(in_txn(&s));
     }
-    assert_eq!(count(&t), 0, "all inside the transaction");
+    assert_eq!(count_rows(&t), 0, "all inside the transaction");
     let s = ok(
         &execute_in(Way::ConnectJsonH2, Some(&s), "COMMIT").await,
         "COMMIT",
     );
     assert!(!in_txn(&s));
-    assert_eq!(count(&t), 20, "nothing lost");
+    assert_eq!(count_rows(&t), 20, "nothing lost");
 }

@@ -8,12 +8,6 @@ use common::*;
 use ferry_proto::vitess::vtrpc::Code;
 use std::time::{Duration, Instant};
 
-fn count(table: &str) -> usize {
-    mariadb_root(&format!("SELECT COUNT(*) FROM {table}"))
-        .parse()
-        .expect("a count")
-}
-
 #[tokio::test]
 #[ignore = "kills the stack's shim: run alone (scripts/e2e.sh does)"]
 async fn a_transaction_on_a_restarted_shim_is_lost_explicitly() {
@@ -84,7 +78,7 @@ async fn a_transaction_on_a_restarted_shim_is_lost_explicitly() {
         "{}",
         e.message
     );
-    assert_eq!(count(&t), 0, "nothing half-applied");
+    assert_eq!(count_rows(&t), 0, "nothing half-applied");
     let s = r.session.expect("session");
     let r = execute_in(Way::ConnectJsonH2, Some(&s), "ROLLBACK").await;
     assert!(r.error.is_none(), "{:?}", r.error);
@@ -100,5 +94,5 @@ async fn a_transaction_on_a_restarted_shim_is_lost_explicitly() {
     let s = r.session.expect("session");
     let r = execute_in(Way::ConnectJsonH2, Some(&s), "COMMIT").await;
     assert!(r.error.is_none(), "{:?}", r.error);
-    assert_eq!(count(&t), 1, "the next transaction works");
+    assert_eq!(count_rows(&t), 1, "the next transaction works");
 }

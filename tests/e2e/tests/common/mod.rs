@@ -179,6 +179,13 @@ fn from_json(a: &Answer) -> ExecuteResponse {
     serde_json::from_slice(&a.body).expect("protojson ExecuteResponse")
 }
 
+/// Rows in a table, counted by MariaDB directly (not through Ferry).
+pub fn count_rows(table: &str) -> usize {
+    mariadb_root(&format!("SELECT COUNT(*) FROM {table}"))
+        .parse()
+        .expect("a count")
+}
+
 /// CloseSession over Connect proto (HTTP/2), as a client ends its session.
 pub async fn close_session(session: &Session) {
     let cfg = cfg();
