@@ -23,6 +23,7 @@ use crate::affinity;
 use crate::auth;
 use crate::codec::json::ToJsonError;
 use crate::compression;
+use crate::connect_get;
 use crate::early_data;
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
@@ -116,6 +117,9 @@ pub enum RequestBodyStep {
     /// complete: call [`Exchange::route_request`] with it, apply the header edits, and
     /// let the request go on.
     Route(usize),
+    /// The body is complete: replace it (this many bytes, buffered by the host) with
+    /// these bytes and let the request go on (a Connect GET's message, [`connect_get`]).
+    Replace(Vec<u8>),
     /// Answer locally.
     Reply(Reply),
 }
@@ -229,6 +233,8 @@ struct Call {
     request: RequestFlow,
     /// Request bytes seen so far while streaming.
     streamed: usize,
+    /// A Connect GET's canonical message, put into the body Envoy opened for it.
+    get_message: Option<Vec<u8>>,
     response: ResponseFlow,
 }
 
@@ -241,6 +247,8 @@ enum RequestFlow {
     /// The body is already canonical (Connect proto) and the headers are held: it is
     /// buffered by the host, not rewritten, and routed at its end.
     Hold,
+    /// A Connect GET: the (empty) body is replaced with the message from the query.
+    Inject,
     Done,
 }
 
@@ -293,6 +301,12 @@ impl Exchange {
         head: &RequestHead,
         end_of_stream: bool,
     ) -> RequestHeadersStep {
+        if let Some((rpc, path, query)) = get_form(head) {
+            return match self.accept_get(head, rpc, path, query, end_of_stream) {
+                Ok(edits) => RequestHeadersStep::Forward(edits),
+                Err(reply) => self.answer(RequestHeadersStep::Reply(reply)),
+            };
+        }
         let mut call = match self.accept(head) {
             Ok(call) => call,
             Err(reply) => return self.answer(RequestHeadersStep::Reply(reply)),
@@ -414,8 +428,105 @@ impl Exchange {
             pinned: false,
             request: RequestFlow::Done,
             streamed: 0,
+            get_message: None,
             response: ResponseFlow::Idle,
         })
+    }
+
+    /// A Connect GET ([`connect_get`]): checks it, in order: query (encoding,
+    /// compression, message, size), credentials, a body Envoy opened (the Lua filter)
+    /// and none sent by the client, the message, and that it is safe to replay. Then
+    /// the edits that make it the canonical POST; its message goes into the body at
+    /// the body callback. Errors are Connect errors.
+    fn accept_get(
+        &mut self,
+        head: &RequestHead,
+        rpc: &'static Rpc,
+        path: &str,
+        query: &str,
+        end_of_stream: bool,
+    ) -> Result<HeaderEdits, Reply> {
+        let reject = |rejection: Rejection| connect::error_reply(&rejection);
+        let request = connect_get::parse(query, &self.limits).map_err(reject)?;
+        let client = match request.codec {
+            Codec::Json => Client {
+                protocol: Protocol::ConnectJson,
+                media_type: connect::JSON,
+            },
+            Codec::Proto => Client {
+                protocol: Protocol::ConnectProto,
+                media_type: connect::PROTO,
+            },
+        };
+        auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
+        if end_of_stream {
+            return Err(reject(connect_get::use_post(format!(
+                "{} via GET is not enabled on this gateway (its Envoy configuration lacks the Lua filter that gives the request a body); use POST",
+                rpc.name
+            ))));
+        }
+        if content_length(head.content_length.as_deref()).is_some_and(|n| n > 0) {
+            return Err(reject(Rejection::new(
+                Code::InvalidArgument,
+                "a Connect GET request has no body (the message goes in the query string)",
+            )));
+        }
+        if request.codec == Codec::Proto {
+            (rpc.validate_request)(&request.message).map_err(|e| {
+                reject(Rejection::new(
+                    Code::InvalidArgument,
+                    format!("invalid {} request: {e}", rpc.name),
+                ))
+            })?;
+        }
+        let message = canonical_request(rpc, client.protocol, request.message)
+            .map_err(reject)?
+            .as_slice()
+            .to_vec();
+        let replay_safe = match rpc.early_data {
+            early_data::Policy::Allow => Ok(()),
+            early_data::Policy::Inspect(check) => check(&message),
+            early_data::Policy::Refuse(what) => Err(what),
+        };
+        replay_safe.map_err(|what| {
+            reject(connect_get::use_post(format!(
+                "{} via GET runs only what is safe to replay (one plain read outside a transaction), not {what}; send it with POST (nothing was executed)",
+                rpc.name
+            )))
+        })?;
+        let mut edits = HeaderEdits {
+            set: vec![
+                (":method", "POST".to_owned()),
+                (":path", path.to_owned()),
+                ("content-type", connect::PROTO.to_owned()),
+                ("x-ferry-rpc", rpc.name.to_owned()),
+                ("x-ferry-protocol", client.protocol.name().to_owned()),
+            ],
+            remove: REMOVED_REQUEST_HEADERS.to_vec(),
+        };
+        edits.remove.push("content-length");
+        // The session is known already: the headers need not be held to route it.
+        let host = if self.affinity {
+            affinity::route_slice(&message)
+        } else {
+            None
+        };
+        let pinned = host.is_some();
+        if let Some(host) = host {
+            edits.set.push((affinity::HEADER, host));
+        }
+        self.state = State::Call(Call {
+            rpc,
+            client,
+            replay_check: None,
+            hold: false,
+            pinned,
+            request: RequestFlow::Inject,
+            streamed: 0,
+            get_message: Some(message),
+            response: ResponseFlow::Idle,
+        });
+        Ok(edits)
     }
 
     /// `body_size`: while buffering, all bytes buffered so far; while streaming, this
@@ -427,6 +538,18 @@ impl Exchange {
         };
         let received = match call.request {
             RequestFlow::Done => return RequestBodyStep::Continue,
+            RequestFlow::Inject if body_size > 0 => {
+                let reply = call.client.reply(&Rejection::new(
+                    Code::InvalidArgument,
+                    "a Connect GET request has no body (the message goes in the query string)",
+                ));
+                return self.answer(RequestBodyStep::Reply(reply));
+            }
+            RequestFlow::Inject if end_of_stream => {
+                call.request = RequestFlow::Done;
+                return RequestBodyStep::Replace(call.get_message.take().unwrap_or_default());
+            }
+            RequestFlow::Inject => return RequestBodyStep::Wait,
             RequestFlow::Stream => {
                 call.streamed = call.streamed.saturating_add(body_size);
                 call.streamed
@@ -459,6 +582,10 @@ impl Exchange {
     pub fn on_request_trailers(&mut self) -> RequestBodyStep {
         match &mut self.state {
             State::Call(call) if call.request == RequestFlow::Buffer => RequestBodyStep::Read,
+            State::Call(call) if call.request == RequestFlow::Inject => {
+                call.request = RequestFlow::Done;
+                RequestBodyStep::Replace(call.get_message.take().unwrap_or_default())
+            }
             State::Call(call) if call.request == RequestFlow::Hold => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Route(call.streamed)
@@ -713,6 +840,18 @@ impl Call {
         }
         Ok(payload)
     }
+}
+
+/// A request in Connect's GET form for an RPC that serves it: the RPC, the bare path
+/// and the query string. Any other GET gets the usual "needs POST".
+fn get_form(head: &RequestHead) -> Option<(&'static Rpc, &str, &str)> {
+    if head.method.as_deref() != Some("GET") {
+        return None;
+    }
+    let full = head.path.as_deref()?;
+    let (path, query) = full.split_once('?')?;
+    let rpc = rpc::lookup(path).filter(|rpc| rpc.get)?;
+    connect_get::is_get_form(query).then_some((rpc, path, query))
 }
 
 fn unsupported_media(code: Code, message: String) -> Rejection {

@@ -105,6 +105,11 @@ pub fn apply_request_body(
                 Err(reply) => send_reply(&reply),
             }
         }
+        RequestBodyStep::Replace(message) => {
+            hostcalls::set_buffer(BufferType::HttpRequestBody, 0, body_size, &message)
+                .map_err(failed("set_buffer(request body)"))?;
+            Ok(Action::Continue)
+        }
         // The body stays in the host; only the session's bytes are read.
         RequestBodyStep::Route(len) => {
             let edits = exchange.route_request(

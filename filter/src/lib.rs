@@ -25,6 +25,7 @@ pub mod auth;
 pub mod codec;
 pub mod compression;
 pub mod config;
+pub mod connect_get;
 pub mod early_data;
 pub mod errors;
 pub mod exchange;

@@ -29,6 +29,9 @@ pub struct Rpc {
     /// Its request carries a `Session` (field 1): with session affinity on, its
     /// headers are held until the session names the shim to route to.
     pub carries_session: bool,
+    /// Also served in Connect's GET form, for replay-safe requests only
+    /// ([`crate::connect_get`]).
+    pub get: bool,
 }
 
 impl std::fmt::Debug for Rpc {
@@ -48,6 +51,7 @@ pub const RPCS: &[Rpc] = &[
         response_to_json: json::from_proto::<ExecuteResponse>,
         early_data: Policy::Inspect(early_data::execute),
         carries_session: true,
+        get: true,
     },
     Rpc {
         name: "CreateSession",
@@ -57,6 +61,7 @@ pub const RPCS: &[Rpc] = &[
         response_to_json: json::from_proto::<CreateSessionResponse>,
         early_data: Policy::Allow,
         carries_session: false,
+        get: false,
     },
     Rpc {
         name: "CloseSession",
@@ -66,6 +71,7 @@ pub const RPCS: &[Rpc] = &[
         response_to_json: json::from_proto::<CloseSessionResponse>,
         early_data: Policy::Refuse("CloseSession"),
         carries_session: true,
+        get: false,
     },
 ];
 

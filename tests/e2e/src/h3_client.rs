@@ -60,7 +60,25 @@ impl H3Client {
         headers: &[(&str, &str)],
         body: Bytes,
     ) -> Result<Answer, BoxError> {
-        let mut req = http::Request::post(format!("https://{}{}", self.authority, path));
+        self.request(http::Method::POST, path, headers, body).await
+    }
+
+    /// A GET without a body (`path` carries the query string).
+    pub async fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Result<Answer, BoxError> {
+        self.request(http::Method::GET, path, headers, Bytes::new())
+            .await
+    }
+
+    pub async fn request(
+        &mut self,
+        method: http::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Answer, BoxError> {
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(format!("https://{}{}", self.authority, path));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

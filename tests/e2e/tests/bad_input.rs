@@ -65,11 +65,28 @@ async fn connect_bad_inputs() {
     assert_connect_error(&a, 404, "unimplemented", "unknown RPC");
     let a = c.post("/some/other/path", &json, b"{}".to_vec()).await;
     assert_connect_error(&a, 404, "unimplemented", "unknown path");
+    // GET without Connect's GET form (connect_get.rs), or for another RPC: 405.
     let a = c
         .send(reqwest::Method::GET, EXECUTE, &json, vec![])
         .await
         .unwrap();
     assert_eq!(a.status, 405, "GET: {:?}", String::from_utf8_lossy(&a.body));
+    assert_eq!(a.header("allow"), Some("POST"));
+    let a = c
+        .send(
+            reqwest::Method::GET,
+            "/psdb.v1alpha1.Database/CreateSession?connect=v1&encoding=json&message=%7B%7D",
+            &json,
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        a.status,
+        405,
+        "GET CreateSession: {:?}",
+        String::from_utf8_lossy(&a.body)
+    );
 
     let a = c
         .post(

@@ -5,7 +5,9 @@
 //! - an INSERT gets 425 Too Early (Connect) and is not executed,
 //! - a SELECT in the same flight (Connect JSON and proto) is answered 200 with the right row,
 //! - once the handshake is done, an INSERT on the same (now 1-RTT) connection runs,
-//! - a gRPC INSERT in early data gets grpc-status 14 (UNAVAILABLE) and is not executed.
+//! - a gRPC INSERT in early data gets grpc-status 14 (UNAVAILABLE) and is not executed,
+//! - Connect's GET form of a read (as quic-go and browsers send in 0-RTT) is answered,
+//!   and a write via GET is refused (405) and not executed.
 mod common;
 use bytes::{Buf, Bytes, BytesMut};
 use common::*;
@@ -175,6 +177,17 @@ impl EarlyConn {
         }
         let mut stream = self.send.send_request(req.body(()).unwrap()).await.unwrap();
         stream.send_data(Bytes::from(body)).await.unwrap();
+        stream.finish().await.unwrap();
+        stream
+    }
+
+    /// Sends a GET (no body; `path` carries the query) without waiting for the answer.
+    async fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Stream {
+        let mut req = http::Request::get(format!("https://{}{}", self.authority, path));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut stream = self.send.send_request(req.body(()).unwrap()).await.unwrap();
         stream.finish().await.unwrap();
         stream
     }
@@ -349,4 +362,105 @@ async fn http3_0rtt_runs_only_replay_safe_requests() {
     client.endpoint.wait_idle().await;
 
     execute(Way::ConnectJsonH2, &format!("DROP TABLE {table}")).await;
+}
+
+/// Percent-encodes a query component (everything but RFC 3986 unreserved characters).
+fn percent(s: &[u8]) -> String {
+    s.iter()
+        .map(|&b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn http3_0rtt_get_reads_in_one_flight() {
+    use base64::Engine;
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let table = unique("zrttget");
+    for sql in [
+        format!("CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(20))"),
+        format!("INSERT INTO {table} VALUES (1, 'one')"),
+    ] {
+        let r = execute(Way::ConnectJsonH2, &sql).await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+    }
+    let json_get = |query: &str| {
+        let message = serde_json::json!({ "query": query }).to_string();
+        format!(
+            "{EXECUTE}?connect=v1&encoding=json&message={}",
+            percent(message.as_bytes())
+        )
+    };
+    let proto = ExecuteRequest {
+        query: format!("SELECT name FROM {table} WHERE id = 1"),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let proto_get = format!(
+        "{EXECUTE}?connect=v1&encoding=proto&base64=1&message={}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(proto)
+    );
+    let headers = [("authorization", auth.as_str())];
+
+    let client = Client::new();
+    client.get_ticket().await;
+    let (mut early, accepted) = client.connect_0rtt().await;
+    let select = early
+        .get(
+            &json_get(&format!("SELECT id, name FROM {table}")),
+            &headers,
+        )
+        .await;
+    let proto_select = early.get(&proto_get, &headers).await;
+    let insert = early
+        .get(
+            &json_get(&format!("INSERT INTO {table} VALUES (2, 'two')")),
+            &headers,
+        )
+        .await;
+    // A POST write in the same flight: its 425 shows the flight was early data.
+    let post_insert = early
+        .send(
+            &[
+                ("content-type", "application/json"),
+                ("authorization", auth.as_str()),
+            ],
+            json_execute(&format!("INSERT INTO {table} VALUES (3, 'three')")),
+        )
+        .await;
+    let (select, proto_select) = (answer(select).await, answer(proto_select).await);
+    let insert = answer(insert).await;
+    assert_too_early(&answer(post_insert).await);
+    assert!(accepted.await, "the gateway rejected the early data");
+    assert_eq!(select.version, http::Version::HTTP_3);
+    assert_eq!(
+        select.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&select.body)
+    );
+    let r: ExecuteResponse = serde_json::from_slice(&select.body).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
+    assert_eq!(rows, vec![vec![Some("1".into()), Some("one".into())]]);
+    assert_eq!(proto_select.status, 200);
+    let r = ExecuteResponse::decode(proto_select.body).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
+    assert_eq!(rows, vec![vec![Some("one".into())]]);
+    // A write via GET: refused for good (405, not 425: resending it will not help).
+    assert_eq!(
+        insert.status,
+        405,
+        "{:?}",
+        String::from_utf8_lossy(&insert.body)
+    );
+    assert_eq!(insert.header("allow"), Some("POST"));
+    assert_eq!(rows_in(&table), "1", "a write via GET must not run");
+    early.close();
 }
