@@ -6,6 +6,7 @@ use std::{env, path::PathBuf};
 const FILES: &[&str] = &[
     "psdb/v1alpha1/database.proto",
     "vitess/query.proto",
+    "vitess/topodata.proto",
     "vitess/vtgate.proto",
     "vitess/vtrpc.proto",
 ];

@@ -16,6 +16,10 @@ pub mod vitess {
         include!(concat!(env!("OUT_DIR"), "/vitess.query.rs"));
         include!(concat!(env!("OUT_DIR"), "/vitess.query.serde.rs"));
     }
+    pub mod topodata {
+        include!(concat!(env!("OUT_DIR"), "/vitess.topodata.rs"));
+        include!(concat!(env!("OUT_DIR"), "/vitess.topodata.serde.rs"));
+    }
     pub mod vtgate {
         include!(concat!(env!("OUT_DIR"), "/vitess.vtgate.rs"));
         include!(concat!(env!("OUT_DIR"), "/vitess.vtgate.serde.rs"));

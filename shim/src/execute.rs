@@ -229,6 +229,27 @@ async fn txn_status(conn: &mut Conn) -> Result<(bool, bool), mysql_async::Error>
     ))
 }
 
+/// Before a statement that reads LAST_INSERT_ID() on a pooled connection: set
+/// the connection's value to the session's (`DO LAST_INSERT_ID(n)`). A mention
+/// inside a string or comment costs the same round trip and changes nothing.
+async fn restore_last_insert_id(
+    conn: &mut Conn,
+    sql: &str,
+    last_insert_id: u64,
+) -> Result<(), mysql_async::Error> {
+    if mentions_last_insert_id(sql) {
+        conn.query_drop(format!("DO LAST_INSERT_ID({last_insert_id})"))
+            .await?;
+    }
+    Ok(())
+}
+
+fn mentions_last_insert_id(sql: &str) -> bool {
+    sql.as_bytes()
+        .windows(14)
+        .any(|w| w.eq_ignore_ascii_case(b"LAST_INSERT_ID"))
+}
+
 /// Runs a statement, then reads the transaction status it left.
 async fn run_with_status(
     conn: &mut Conn,
@@ -380,7 +401,12 @@ async fn unpinned(
         }
     }
     let started = Instant::now();
-    let outcome = run_with_status(&mut conn, sql, app.result_limits).await;
+    // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
+    // session's own (sealed) value is what a direct connection would give.
+    let outcome = match restore_last_insert_id(&mut conn, sql, out.base.last_insert_id).await {
+        Ok(()) => run_with_status(&mut conn, sql, app.result_limits).await,
+        Err(e) => Err(e),
+    };
     let timing = started.elapsed().as_secs_f64();
     let (outcome, (in_txn, autocommit)) = match outcome {
         Ok(done) => done,
@@ -603,6 +629,14 @@ async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn last_insert_id_is_recognised() {
+        assert!(mentions_last_insert_id("select last_insert_id()"));
+        assert!(mentions_last_insert_id("SELECT LAST_INSERT_ID() + 1"));
+        assert!(!mentions_last_insert_id("SELECT 1"));
+        assert!(!mentions_last_insert_id("LAST_INSERT_I"));
+    }
 
     #[test]
     fn what_pins_and_what_sticks() {

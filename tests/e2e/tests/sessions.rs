@@ -357,3 +357,89 @@ async fn concurrent_statements_of_one_transaction_all_run_in_it() {
     assert!(!in_txn(&s));
     assert_eq!(count_rows(&t), 20, "nothing lost");
 }
+
+#[tokio::test]
+async fn session_fields_the_gateway_does_not_use_come_back_unchanged() {
+    let auth = cfg().basic_auth();
+    let first = execute_json_raw(serde_json::Value::Null, "SELECT 1", &auth).await;
+    let mut session = first["session"].clone();
+    let extra = serde_json::json!({
+        "targetString": "ferry@primary",
+        "systemVariables": { "sql_mode": "'ANSI'" },
+        "DDLStrategy": "vitess",
+        "migrationContext": "ctx-1",
+        "savepoints": ["a", "b"],
+        "foundRows": "5",
+        "queryTimeout": "3000",
+        "transactionMode": "SINGLE",
+    });
+    for (k, v) in extra.as_object().expect("object") {
+        session["vitessSession"][k] = v.clone();
+    }
+    // Connect JSON (protojson both ways).
+    let v = execute_json_raw(session.clone(), "SELECT 2", &auth).await;
+    assert!(v.get("error").is_none(), "{v}");
+    for (k, want) in extra.as_object().expect("object") {
+        assert_eq!(&v["session"]["vitessSession"][k], want, "{k} over JSON");
+    }
+    // Connect proto and gRPC over HTTP/3 (protobuf both ways).
+    let s: Session = serde_json::from_value(v["session"].clone()).expect("a Session");
+    for way in [Way::ConnectProtoH3, Way::GrpcH2] {
+        let r = execute_in(way, Some(&s), "SELECT 3").await;
+        let back = ok(&r, "SELECT 3").vitess_session.expect("vitess");
+        let sent = s.vitess_session.clone().expect("vitess");
+        assert_eq!(back.target_string, sent.target_string, "{way:?}");
+        assert_eq!(back.system_variables, sent.system_variables, "{way:?}");
+        assert_eq!(back.ddl_strategy, sent.ddl_strategy, "{way:?}");
+        assert_eq!(back.migration_context, sent.migration_context, "{way:?}");
+        assert_eq!(back.savepoints, sent.savepoints, "{way:?}");
+        assert_eq!((back.found_rows, back.query_timeout), (5, 3000), "{way:?}");
+    }
+}
+
+#[tokio::test]
+async fn last_insert_id_follows_a_session_without_a_pin() {
+    let t = unique("lid");
+    execute(
+        Way::ConnectJsonH2,
+        &format!("CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"),
+    )
+    .await;
+    // Two sessions insert; each then asks LAST_INSERT_ID() on whatever pooled
+    // connection it gets, several times, interleaved.
+    let a = ok(
+        &execute_in(
+            Way::ConnectJsonH2,
+            None,
+            &format!("INSERT INTO {t} (v) VALUES (1)"),
+        )
+        .await,
+        "INSERT a",
+    );
+    let b = ok(
+        &execute_in(
+            Way::ConnectProtoH2,
+            None,
+            &format!("INSERT INTO {t} (v) VALUES (2), (3)"),
+        )
+        .await,
+        "INSERT b",
+    );
+    let (ida, idb) = (
+        a.vitess_session.as_ref().expect("vitess").last_insert_id,
+        b.vitess_session.as_ref().expect("vitess").last_insert_id,
+    );
+    assert_ne!(ida, idb);
+    for round in 0..6 {
+        for (s, want, way) in [(&a, ida, Way::ConnectJsonH2), (&b, idb, Way::GrpcH2)] {
+            let r = execute_in(way, Some(s), "SELECT LAST_INSERT_ID()").await;
+            ok(&r, "SELECT LAST_INSERT_ID()");
+            let row = ferry_e2e::rows::cells(&r.result.expect("result").rows[0]);
+            assert_eq!(
+                row[0].as_deref(),
+                Some(want.to_string().as_bytes()),
+                "round {round}: the session's own id, as on a direct connection"
+            );
+        }
+    }
+}
