@@ -80,13 +80,18 @@ pub fn header_value(holder: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(holder)
 }
 
+/// Whether the signature says the session holds a pinned connection (an open
+/// transaction or session state). Unverified: the shim checks the seal.
+pub fn is_pinned(signature: &[u8]) -> bool {
+    signature.first() == Some(&SIGNATURE_VERSION)
+        && signature
+            .get(FLAGS_AT)
+            .is_some_and(|flags| flags & FLAG_PINNED != 0)
+}
+
 /// The holder's address if the signature says the session is pinned.
 pub fn pinned_holder(signature: &[u8]) -> Option<&str> {
-    if signature.first() != Some(&SIGNATURE_VERSION) {
-        return None;
-    }
-    let flags = *signature.get(FLAGS_AT)?;
-    if flags & FLAG_PINNED == 0 {
+    if !is_pinned(signature) {
         return None;
     }
     let len = usize::from(*signature.get(HOLDER_LEN_AT)?);

@@ -57,7 +57,8 @@ pub fn is_early(header: Option<&str>) -> bool {
     header.is_some()
 }
 
-/// `Execute` in early data: one replay-safe read, outside a transaction.
+/// `Execute` in early data: one replay-safe read, outside a transaction and
+/// outside session state (a session whose sealed signature says pinned).
 pub fn execute(message: &[u8]) -> Result<(), &'static str> {
     let request =
         ExecuteRequest::decode(message).map_err(|_| "an Execute request that does not decode")?;
@@ -68,6 +69,13 @@ pub fn execute(message: &[u8]) -> Result<(), &'static str> {
         .is_some_and(|v| v.in_transaction);
     if in_transaction {
         return Err("a statement inside a transaction");
+    }
+    if request
+        .session
+        .as_ref()
+        .is_some_and(|s| crate::affinity::is_pinned(&s.signature))
+    {
+        return Err("a statement of a session that holds session state");
     }
     if !replay_safe(&request.query) {
         return Err("a statement that is not a plain read (only one read without locking, INTO, variables or functions with effects may run in early data)");
@@ -105,6 +113,38 @@ mod tests {
             ..Default::default()
         }
         .encode_to_vec()
+    }
+
+    #[test]
+    fn a_session_holding_state_is_not_replayed() {
+        // A sealed signature with the pinned flag (byte 53, see affinity.rs).
+        let mut signature = vec![1u8];
+        signature.extend_from_slice(&[0; 52]);
+        signature.push(1);
+        signature.extend_from_slice(&[0; 33]);
+        let pinned = ExecuteRequest {
+            query: "SELECT 1".into(),
+            session: Some(Session {
+                signature: signature.clone(),
+                vitess_session: Some(VitessSession::default()),
+            }),
+            ..Default::default()
+        };
+        assert_eq!(
+            execute(&pinned.encode_to_vec()),
+            Err("a statement of a session that holds session state")
+        );
+        if let Some(flag) = signature.get_mut(53) {
+            *flag = 0;
+        }
+        let unpinned = ExecuteRequest {
+            session: Some(Session {
+                signature,
+                vitess_session: Some(VitessSession::default()),
+            }),
+            ..pinned
+        };
+        assert_eq!(execute(&unpinned.encode_to_vec()), Ok(()));
     }
 
     #[test]
