@@ -63,6 +63,7 @@ pub fn route(read: impl FnMut(usize, usize) -> Option<Vec<u8>>, len: usize) -> O
     pinned_holder(&session.signature).map(header_value)
 }
 
+#[cfg(test)]
 /// [`route`] for a message already in memory.
 pub fn route_slice(message: &[u8]) -> Option<String> {
     route(

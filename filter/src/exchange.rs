@@ -490,7 +490,7 @@ impl Exchange {
         };
         replay_safe.map_err(|what| {
             reject(connect_get::use_post(format!(
-                "{} via GET runs only what is safe to replay (one plain read outside a transaction), not {what}; send it with POST (nothing was executed)",
+                "{} via GET runs only what is safe to replay (one plain read outside a transaction or session state), not {what}; send it with POST (nothing was executed)",
                 rpc.name
             )))
         })?;
@@ -505,22 +505,14 @@ impl Exchange {
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
         edits.remove.push("content-length");
-        // The session is known already: the headers need not be held to route it.
-        let host = if self.affinity {
-            affinity::route_slice(&message)
-        } else {
-            None
-        };
-        let pinned = host.is_some();
-        if let Some(host) = host {
-            edits.set.push((affinity::HEADER, host));
-        }
+        // A pinned session never gets here (its statements are not safe to
+        // replay), so there is nothing to route back to a shim.
         self.state = State::Call(Call {
             rpc,
             client,
             replay_check: None,
             hold: false,
-            pinned,
+            pinned: false,
             request: RequestFlow::Inject,
             streamed: 0,
             get_message: Some(message),
