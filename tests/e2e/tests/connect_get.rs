@@ -11,23 +11,11 @@ use ferry_e2e::Answer;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use prost::Message;
 
-/// Percent-encodes a query component (everything but RFC 3986 unreserved characters).
-fn percent(s: &[u8]) -> String {
-    s.iter()
-        .map(|&b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn json_get(query: &str) -> String {
     let message = serde_json::json!({ "query": query }).to_string();
     format!(
         "{EXECUTE}?connect=v1&encoding=json&message={}",
-        percent(message.as_bytes())
+        percent_encode(message.as_bytes())
     )
 }
 

@@ -302,25 +302,7 @@ async fn http3_0rtt_runs_only_replay_safe_requests() {
     assert_too_early(&insert);
     assert_eq!(rows_in(&table), "1", "the early INSERT must not run");
     // (b) The read: 200 and the row.
-    assert_eq!(
-        select.status,
-        200,
-        "{:?}",
-        String::from_utf8_lossy(&select.body)
-    );
-    let r: ExecuteResponse = serde_json::from_slice(&select.body).unwrap();
-    assert!(r.error.is_none(), "{:?}", r.error);
-    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
-    assert_eq!(rows, vec![vec![Some("1".into()), Some("one".into())]]);
-    assert_eq!(proto_select.status, 200);
-    assert_eq!(
-        proto_select.header("content-type"),
-        Some("application/proto")
-    );
-    let r = ExecuteResponse::decode(proto_select.body).unwrap();
-    assert!(r.error.is_none(), "{:?}", r.error);
-    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
-    assert_eq!(rows, vec![vec![Some("one".into())]]);
+    assert_early_reads(select, proto_select);
 
     // (c) The handshake is done: the same connection is 1-RTT now, and a write runs.
     let insert = early
@@ -364,16 +346,28 @@ async fn http3_0rtt_runs_only_replay_safe_requests() {
     execute(Way::ConnectJsonH2, &format!("DROP TABLE {table}")).await;
 }
 
-/// Percent-encodes a query component (everything but RFC 3986 unreserved characters).
-fn percent(s: &[u8]) -> String {
-    s.iter()
-        .map(|&b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// The two reads of the early flight: the JSON one answers both columns, the
+/// proto one the name (both 200, no error).
+fn assert_early_reads(select: Answer, proto_select: Answer) {
+    assert_eq!(
+        select.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&select.body)
+    );
+    let r: ExecuteResponse = serde_json::from_slice(&select.body).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
+    assert_eq!(rows, vec![vec![Some("1".into()), Some("one".into())]]);
+    assert_eq!(proto_select.status, 200);
+    assert_eq!(
+        proto_select.header("content-type"),
+        Some("application/proto")
+    );
+    let r = ExecuteResponse::decode(proto_select.body).unwrap();
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
+    assert_eq!(rows, vec![vec![Some("one".into())]]);
 }
 
 #[tokio::test]
@@ -393,7 +387,7 @@ async fn http3_0rtt_get_reads_in_one_flight() {
         let message = serde_json::json!({ "query": query }).to_string();
         format!(
             "{EXECUTE}?connect=v1&encoding=json&message={}",
-            percent(message.as_bytes())
+            percent_encode(message.as_bytes())
         )
     };
     let proto = ExecuteRequest {
@@ -438,21 +432,7 @@ async fn http3_0rtt_get_reads_in_one_flight() {
     assert_too_early(&answer(post_insert).await);
     assert!(accepted.await, "the gateway rejected the early data");
     assert_eq!(select.version, http::Version::HTTP_3);
-    assert_eq!(
-        select.status,
-        200,
-        "{:?}",
-        String::from_utf8_lossy(&select.body)
-    );
-    let r: ExecuteResponse = serde_json::from_slice(&select.body).unwrap();
-    assert!(r.error.is_none(), "{:?}", r.error);
-    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
-    assert_eq!(rows, vec![vec![Some("1".into()), Some("one".into())]]);
-    assert_eq!(proto_select.status, 200);
-    let r = ExecuteResponse::decode(proto_select.body).unwrap();
-    assert!(r.error.is_none(), "{:?}", r.error);
-    let rows = ferry_e2e::rows::text_rows(r.result.as_ref().unwrap());
-    assert_eq!(rows, vec![vec![Some("one".into())]]);
+    assert_early_reads(select, proto_select);
     // A write via GET: refused for good (405, not 425: resending it will not help).
     assert_eq!(
         insert.status,

@@ -179,6 +179,18 @@ fn from_json(a: &Answer) -> ExecuteResponse {
     serde_json::from_slice(&a.body).expect("protojson ExecuteResponse")
 }
 
+/// Percent-encodes a query component (everything but RFC 3986 unreserved characters).
+pub fn percent_encode(s: &[u8]) -> String {
+    s.iter()
+        .map(|&b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Rows in a table, counted by MariaDB directly (not through Ferry).
 pub fn count_rows(table: &str) -> usize {
     mariadb_root(&format!("SELECT COUNT(*) FROM {table}"))
