@@ -28,6 +28,7 @@ use crate::early_data;
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
 use crate::limits::{content_length, Limits};
+use crate::lost;
 use crate::protocol::{self, connect, grpc, Client, Codec, Detected, Family, Protocol};
 use crate::rpc::{self, Rpc};
 
@@ -230,6 +231,8 @@ struct Call {
     hold: bool,
     /// The request was routed to the shim holding its session.
     pinned: bool,
+    /// What its answer needs if that shim is gone (small requests only).
+    lost: Option<lost::Pinned>,
     request: RequestFlow,
     /// Request bytes seen so far while streaming.
     streamed: usize,
@@ -426,6 +429,7 @@ impl Exchange {
             replay_check: None,
             hold: false,
             pinned: false,
+            lost: None,
             request: RequestFlow::Done,
             streamed: 0,
             get_message: None,
@@ -513,6 +517,7 @@ impl Exchange {
             replay_check: None,
             hold: false,
             pinned: false,
+            lost: None,
             request: RequestFlow::Inject,
             streamed: 0,
             get_message: Some(message),
@@ -621,9 +626,14 @@ impl Exchange {
         if !std::mem::take(&mut call.hold) {
             return HeaderEdits::default();
         }
-        match affinity::route(read, len) {
+        let mut read = read;
+        match affinity::route(&mut read, len) {
             Some(host) => {
                 call.pinned = true;
+                if len <= lost::MAX_MESSAGE {
+                    call.lost = read(0, len)
+                        .and_then(|message| lost::Pinned::from_request(call.rpc.name, &message));
+                }
                 HeaderEdits {
                     set: vec![(affinity::HEADER, host)],
                     remove: Vec::new(),
@@ -686,7 +696,11 @@ impl Exchange {
             call.response = flow;
             return ResponseHeadersStep::Forward(stripped);
         };
-        let (new_status, mut edits) = answer_headers(client, kind, status);
+        let (new_status, mut edits) = if lost && call.lost.is_some() {
+            lost_headers(client, kind, status)
+        } else {
+            answer_headers(client, kind, status)
+        };
         edits.remove.extend(stripped.remove);
         if !end_of_stream {
             call.response = flow;
@@ -694,7 +708,12 @@ impl Exchange {
         }
         // Headers only: no body callback will come, so the whole answer is decided now.
         call.response = ResponseFlow::Idle;
-        let step = match convert_response(call.rpc, client, kind, status, &[], limits) {
+        let converted = if kind == Conversion::Lost {
+            Ok(lost_answer(call.rpc, client, call.lost.as_ref(), limits))
+        } else {
+            convert_response(call.rpc, client, kind, status, &[], limits)
+        };
+        let step = match converted {
             Ok(edit) => headers_only(new_status, edits, edit),
             Err(Reset(message)) => {
                 ResponseHeadersStep::Reply(client.reply(&Rejection::new(Code::Internal, message)))
@@ -728,7 +747,12 @@ impl Exchange {
                 return ResponseBodyStep::Discard;
             }
             call.response = ResponseFlow::Idle;
-            return ResponseBodyStep::Finish(lost_answer(client));
+            return ResponseBodyStep::Finish(lost_answer(
+                call.rpc,
+                client,
+                call.lost.as_ref(),
+                limits,
+            ));
         }
         if !*overflowed {
             if let Err(rejection) = limits.check_response(body_size) {
@@ -772,7 +796,12 @@ impl Exchange {
                 ..
             } => {
                 call.response = ResponseFlow::Idle;
-                ResponseBodyStep::Finish(lost_answer(call.client))
+                ResponseBodyStep::Finish(lost_answer(
+                    call.rpc,
+                    call.client,
+                    call.lost.as_ref(),
+                    self.limits,
+                ))
             }
             ResponseFlow::Convert {
                 overflowed: true,
@@ -964,14 +993,62 @@ fn convert_response(
             None => http_error(client, status, body),
         }),
         Conversion::HttpError => Ok(http_error(client, status, body)),
-        Conversion::Lost => Ok(lost_answer(client)),
+        Conversion::Lost => Ok(lost_answer(rpc, client, None, limits)),
     }
 }
 
-/// The answer to a pinned request whose shim Envoy could not reach: `aborted`, as the
-/// shims themselves say when a session's connection is gone.
-fn lost_answer(client: Client) -> ResponseEdit {
-    error_body(client, Code::Aborted, affinity::LOST)
+/// The answer to a pinned request whose shim Envoy could not reach ([`lost`]): for a
+/// Connect client with the request's context, the RPC's own answer, as the shims
+/// give it for a lost pin; otherwise `aborted`.
+fn lost_answer(
+    rpc: &Rpc,
+    client: Client,
+    pinned: Option<&lost::Pinned>,
+    limits: Limits,
+) -> ResponseEdit {
+    let fallback = || error_body(client, Code::Aborted, affinity::LOST);
+    let Some(pinned) = pinned.filter(|_| client.protocol.family() == Family::Connect) else {
+        return fallback();
+    };
+    let message = pinned.answer();
+    if client.protocol == Protocol::ConnectProto {
+        return ResponseEdit {
+            body: BodyEdit::Replace(message),
+            trailers: Vec::new(),
+        };
+    }
+    let mut out = Vec::new();
+    match (rpc.response_to_json)(&message, &mut out, limits.max_response_bytes) {
+        Ok(_) => ResponseEdit {
+            body: BodyEdit::Replace(out),
+            trailers: Vec::new(),
+        },
+        Err(_) => fallback(),
+    }
+}
+
+/// The status and headers of [`lost_answer`]: a Connect answer with the request's
+/// context is the RPC's own (200, the client's codec); anything else as usual.
+fn lost_headers(client: Client, kind: Conversion, status: u16) -> (u16, HeaderEdits) {
+    if client.protocol.family() != Family::Connect {
+        return answer_headers(client, kind, status);
+    }
+    let content_type = if client.protocol == Protocol::ConnectProto {
+        connect::PROTO
+    } else {
+        connect::JSON
+    };
+    let mut set = vec![("content-type", content_type.to_owned())];
+    if status != 200 {
+        set.insert(0, (":status", "200".to_owned()));
+    }
+    (
+        200,
+        HeaderEdits {
+            set,
+            remove: vec!["content-length"],
+        },
+    )
 }
 
 /// The stream must be reset: the reason, for the log.

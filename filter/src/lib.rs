@@ -32,6 +32,7 @@ pub mod exchange;
 mod host;
 pub mod http;
 pub mod limits;
+pub mod lost;
 pub mod protocol;
 pub mod rpc;
 

@@ -540,8 +540,7 @@ fn respond(
 /// CloseSession. Session state without a transaction is simply gone: one
 /// error, then the session goes on unpinned.
 fn lost(out: &SessionOut<'_>, t: &Token, sql: &str, why: &str) -> ExecuteResponse {
-    let plain_rollback = first_keyword(sql) == "ROLLBACK" && classify(sql) == Verdict::Clean;
-    if plain_rollback {
+    if crate::statement::is_plain_rollback(sql) {
         return ExecuteResponse {
             session: Some(out.fresh()),
             result: Some(QueryResult::default()),

@@ -70,6 +70,13 @@ pub fn classify(sql: &str) -> Verdict {
     }
 }
 
+/// A plain `ROLLBACK` (or `ROLLBACK WORK`): what a client sends to end a
+/// transaction, and what may succeed on a session whose transaction is already
+/// gone (rolled back when its connection was lost).
+pub fn is_plain_rollback(sql: &str) -> bool {
+    first_keyword(sql) == "ROLLBACK" && classify(sql) == Verdict::Clean
+}
+
 /// The first keyword of a query, upper-cased, for messages ("" if none).
 pub fn first_keyword(sql: &str) -> String {
     for tok in Lexer::new(sql) {
@@ -238,6 +245,21 @@ impl<'a> Stmt<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_rollback() {
+        for sql in ["ROLLBACK", " rollback work ", "/* c */ ROLLBACK"] {
+            assert!(is_plain_rollback(sql), "{sql}");
+        }
+        for sql in [
+            "ROLLBACK TO SAVEPOINT a",
+            "ROLLBACK AND CHAIN",
+            "COMMIT",
+            "SELECT 1; ROLLBACK",
+        ] {
+            assert!(!is_plain_rollback(sql), "{sql}");
+        }
+    }
     use Verdict::*;
 
     #[test]

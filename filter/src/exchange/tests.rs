@@ -1406,23 +1406,60 @@ fn envoy_503() -> ResponseHead {
 #[test]
 fn envoys_503_to_a_pinned_request_is_a_lost_transaction() {
     let lost = "transaction lost, rolled back: the shim holding this session is unavailable";
+    // Connect: the RPC's own answer, as a shim gives it for a lost pin (lost.rs):
+    // 200, error ABORTED, and the same session, so later statements fail too.
     for ct in ["application/proto", "application/json"] {
         let mut ex = pinned(ct);
         let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&envoy_503(), false)
         else {
             panic!("forward")
         };
-        assert_eq!(edits.get(":status"), Some("409"));
-        assert_eq!(edits.get("content-type"), Some("application/json"));
+        assert_eq!(edits.get(":status"), Some("200"));
+        assert_eq!(edits.get("content-type"), Some(ct));
         assert!(edits.remove.contains(&"x-ferry-host"));
         assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
         let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
             panic!("finish")
         };
-        let body = json_of(replaced(&edit));
-        assert_eq!(body["code"], "aborted", "{ct}");
-        assert_eq!(body["message"], lost);
+        let answer: ExecuteResponse = if ct == "application/json" {
+            serde_json::from_slice(replaced(&edit)).unwrap()
+        } else {
+            ExecuteResponse::decode(replaced(&edit)).unwrap()
+        };
+        let e = answer.error.expect("an error");
+        assert_eq!((e.code, e.message.as_str()), (10, lost), "{ct}");
+        assert!(answer.result.is_none(), "{ct}");
+        assert_eq!(
+            answer.session.expect("session").signature,
+            pinned_session("127.0.0.1:18084").signature,
+            "{ct}: the session the client sent"
+        );
     }
+    // A plain ROLLBACK of the lost transaction succeeds, with a fresh unsealed session.
+    let rollback = ExecuteRequest {
+        session: Some(pinned_session("127.0.0.1:18084")),
+        query: "ROLLBACK".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (mut ex, _) = affine(&head(EXECUTE, "application/proto"));
+    assert!(matches!(
+        ex.on_request_body(rollback.len(), true),
+        RequestBodyStep::Route(_)
+    ));
+    assert!(!ex
+        .route_request(read_from(&rollback), rollback.len())
+        .is_empty());
+    assert!(matches!(
+        ex.on_response_headers(&envoy_503(), false),
+        ResponseHeadersStep::Forward(_)
+    ));
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
+        panic!("finish")
+    };
+    let answer = ExecuteResponse::decode(replaced(&edit)).unwrap();
+    assert!(answer.error.is_none() && answer.result.is_some());
+    assert!(answer.session.expect("session").signature.is_empty());
     let mut ex = pinned("application/grpc");
     let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&envoy_503(), false) else {
         panic!("forward")

@@ -331,6 +331,17 @@ async fn a_pinned_session_whose_shim_dies_is_lost_explicitly() {
         );
         assert_eq!(o.instance, None, "{way:?}: no shim answered");
     }
+    // ROLLBACK acknowledges the loss; for a Connect client the answer carries a fresh
+    // session, as a shim's would (a driver that keeps its session is not stuck).
+    let o = run(Way::ConnectJsonH2, Some(&s), "ROLLBACK").await;
+    let r = o.result.expect("ROLLBACK answered");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let fresh = r.session.expect("a session");
+    assert!(fresh.signature.is_empty(), "fresh and unsealed: {fresh:?}");
+    assert!(!fresh
+        .vitess_session
+        .as_ref()
+        .is_some_and(|v| v.in_transaction));
 
     // Unpinned statements go on, on the other shim, once Envoy has seen the death (a
     // health check interval): until then one may reach the dead shim and fail.
@@ -357,8 +368,8 @@ async fn a_pinned_session_whose_shim_dies_is_lost_explicitly() {
     }
     assert_eq!(count_committed(&t), 0, "nothing half-applied");
 
-    // A new transaction works, on the survivor.
-    let (s, instance) = ok(Way::GrpcH2, None, "BEGIN").await;
+    // A new transaction works, on the survivor, with the session ROLLBACK gave back.
+    let (s, instance) = ok(Way::GrpcH2, Some(&fresh), "BEGIN").await;
     assert_eq!(Some(&instance), survivor.as_ref());
     let (s, _) = ok(
         Way::ConnectJsonH2,
