@@ -423,18 +423,7 @@ impl Exchange {
         if let Some(declared) = content_length(head.content_length.as_deref()) {
             self.limits.check_request(declared).map_err(reject)?;
         }
-        Ok(Call {
-            rpc,
-            client,
-            replay_check: None,
-            hold: false,
-            pinned: false,
-            lost: None,
-            request: RequestFlow::Done,
-            streamed: 0,
-            get_message: None,
-            response: ResponseFlow::Idle,
-        })
+        Ok(Call::new(rpc, client, RequestFlow::Done))
     }
 
     /// A Connect GET ([`connect_get`]): checks it, in order: query (encoding,
@@ -512,16 +501,8 @@ impl Exchange {
         // A pinned session never gets here (its statements are not safe to
         // replay), so there is nothing to route back to a shim.
         self.state = State::Call(Call {
-            rpc,
-            client,
-            replay_check: None,
-            hold: false,
-            pinned: false,
-            lost: None,
-            request: RequestFlow::Inject,
-            streamed: 0,
             get_message: Some(message),
-            response: ResponseFlow::Idle,
+            ..Call::new(rpc, client, RequestFlow::Inject)
         });
         Ok(edits)
     }
@@ -852,6 +833,22 @@ impl Exchange {
 }
 
 impl Call {
+    /// A call that has just started: not held, not pinned, nothing seen yet.
+    fn new(rpc: &'static Rpc, client: Client, request: RequestFlow) -> Call {
+        Call {
+            rpc,
+            client,
+            replay_check: None,
+            hold: false,
+            pinned: false,
+            lost: None,
+            request,
+            streamed: 0,
+            get_message: None,
+            response: ResponseFlow::Idle,
+        }
+    }
+
     /// The client's request body → the canonical body; a request in early data must
     /// also be safe to replay.
     fn canonical_request(&self, body: Vec<u8>) -> Result<Payload, Rejection> {

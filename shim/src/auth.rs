@@ -17,6 +17,11 @@ impl fmt::Debug for Credentials {
     }
 }
 
+/// Secret comparison that does not stop at the first differing byte.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 pub fn parse_basic(header: Option<&[u8]>) -> Result<Credentials, &'static str> {
     let header = header.ok_or("missing Authorization header (Basic credentials required)")?;
     let header = std::str::from_utf8(header).map_err(|_| "Authorization header is not text")?;
@@ -74,6 +79,13 @@ mod tests {
         ] {
             assert!(parse_basic(bad.map(str::as_bytes)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn constant_time_eq_compares() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
     }
 
     #[test]

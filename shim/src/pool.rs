@@ -21,7 +21,7 @@
 //! the statement left nothing behind. So a request that is cancelled halfway,
 //! or a path that forgets, costs a reset, never a leaked transaction.
 use crate::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
-use crate::auth::Credentials;
+use crate::auth::{constant_time_eq, Credentials};
 use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
 use crate::error_map::connect_code;
@@ -307,11 +307,6 @@ fn refused(user: &str, reason: &Refusal) -> ConnectError {
     ConnectError::new(Code::Unauthenticated, message)
 }
 
-/// Password comparison that does not stop at the first differing byte.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,12 +373,5 @@ mod tests {
         assert_eq!(p.len(), 2, "forget only removes the pool it was given");
         p.forget(&key(&p, &a), id_a);
         assert_eq!(p.len(), 1);
-    }
-
-    #[test]
-    fn constant_time_eq_compares() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
     }
 }

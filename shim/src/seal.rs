@@ -18,7 +18,7 @@
 //! least 32 bytes; the first signs, all verify, so a new key is added on top and
 //! the old one removed a session lifetime later, without dropping sessions.
 //! Every shim of one Envoy cluster reads the same file.
-use crate::auth::Credentials;
+use crate::auth::{constant_time_eq, Credentials};
 use ferry_proto::vitess::vtgate;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -204,7 +204,7 @@ impl Sealer {
         if age > self.ttl {
             return Err(SealError::Expired { age, ttl: self.ttl });
         }
-        if !constant_eq(&token.cred, &key.cred_tag(creds)) {
+        if !constant_time_eq(&token.cred, &key.cred_tag(creds)) {
             return Err(SealError::OtherCredentials);
         }
         Ok(Some(token))
@@ -258,10 +258,6 @@ fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
-}
-
-fn constant_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// N random bytes from the OS.
