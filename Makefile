@@ -39,17 +39,17 @@ status:
 test: build lint unit validate e2e bench-smoke
 
 # The filter and the wire crate it shares with the shim must never panic: clippy denies
-# unwrap/expect/panic/indexing in them (see filter/src/lib.rs, wire/src/lib.rs),
+# unwrap/expect/panic/indexing in them (see filter/core/src/lib.rs, wire/src/lib.rs),
 # natively and for the wasm target.
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p ferry-filter -p ferry-wire --target wasm32-wasip1 -- -D warnings
+	$(CARGO) clippy -p ferry-filter -p ferry-filter-core -p ferry-wire -p ferry-compress --target wasm32-wasip1 -- -D warnings
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Pure logic only; the shim's MySQL integration test runs in e2e against MariaDB.
 unit:
 	$(CARGO) test -p ferry-proto --lib --tests
-	$(CARGO) test -p ferry-wire -p ferry-filter -p ferry-shim --lib --bins
+	$(CARGO) test -p ferry-wire -p ferry-compress -p ferry-filter-core -p ferry-filter -p ferry-shim --lib --bins
 
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
 validate: wasm

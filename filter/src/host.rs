@@ -15,11 +15,11 @@ use std::fmt;
 use proxy_wasm::hostcalls;
 use proxy_wasm::types::{Action, BufferType, MapType, Status};
 
-use crate::exchange::{
+use ferry_filter_core::exchange::{
     BodyEdit, Exchange, RequestBodyStep, RequestHead, RequestHeadersStep, Reset, ResponseBodyStep,
     ResponseEdit, ResponseHead, ResponseHeadersStep,
 };
-use crate::http::{HeaderEdits, Reply};
+use ferry_filter_core::http::{HeaderEdits, Reply};
 
 /// A host call that failed.
 #[derive(Debug)]

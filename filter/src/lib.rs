@@ -2,10 +2,10 @@
 //! proto) and gRPC (proto, JSON) clients and talks one canonical form to the shim
 //! (Connect unary, `application/proto`, uncompressed).
 //!
-//! This file is the wasm entry only: the root and HTTP contexts, which hand every
-//! callback to the host-independent [`exchange::Exchange`] through [`host`], the only
-//! module that calls the proxy-wasm host. Everything else is plain Rust with native
-//! unit tests.
+//! This crate is the wasm adapter only: the root and HTTP contexts, which hand every
+//! callback to the host-independent `ferry_filter_core::exchange::Exchange` through
+//! [`host`], the only module that calls the proxy-wasm host. The logic lives in
+//! `ferry-filter-core`, which does not depend on proxy-wasm at all.
 //!
 //! The filter must never panic (a panic traps the VM): the lints below deny every
 //! panicking shortcut; `clippy.toml` allows them in `#[cfg(test)]` code only.
@@ -20,27 +20,13 @@
     clippy::unimplemented
 )]
 
-pub mod affinity;
-pub mod auth;
-pub mod codec;
-pub mod compression;
-pub mod config;
-pub mod connect_get;
-pub mod early_data;
-pub mod errors;
-pub mod exchange;
 mod host;
-pub mod http;
-pub mod limits;
-pub mod lost;
-pub mod protocol;
-pub mod rpc;
 
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType};
 
-use config::Config;
-use exchange::Exchange;
+use ferry_filter_core::config::Config;
+use ferry_filter_core::exchange::Exchange;
 
 #[cfg(target_arch = "wasm32")]
 proxy_wasm::main! {{

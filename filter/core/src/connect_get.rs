@@ -35,11 +35,6 @@ const URL_SAFE: GeneralPurpose = GeneralPurpose::new(
 /// The query parameters that make a GET a Connect GET (any one of them).
 const FORM_PARAMS: &[&str] = &["connect", "encoding", "message"];
 
-/// The query string of a request path, if it has one.
-pub fn query(path: &str) -> Option<&str> {
-    path.split_once('?').map(|(_, q)| q)
-}
-
 /// Whether a GET's query string asks for Connect's GET form: it names `connect`,
 /// `encoding` or `message`. Any other GET keeps the plain "needs POST" answer.
 pub fn is_get_form(query: &str) -> bool {
@@ -216,8 +211,6 @@ mod tests {
         assert!(!is_get_form(""));
         assert!(!is_get_form("x=1&y=2"));
         assert!(!is_get_form("messages=1"));
-        assert_eq!(query("/a?b=1"), Some("b=1"));
-        assert_eq!(query("/a"), None);
     }
 
     #[test]
