@@ -96,3 +96,25 @@ clean:
 	-scripts/stack.sh down
 	rm -rf .run
 	$(CARGO) clean
+
+# S2 against the reference, klauspost/compress (tests/s2-vectors): Go writes streams
+# with every writer option, our decoder reads them all and our encoder writes its own
+# (the Rust test), then Go reads ours.
+S2_VECTORS := $(CURDIR)/target/s2-vectors
+.PHONY: s2-vectors
+s2-vectors:
+	cd tests/s2-vectors && go run . gen $(S2_VECTORS)
+	FERRY_S2_VECTORS=$(S2_VECTORS) $(CARGO) test -p ferry-compress --test s2_reference
+	cd tests/s2-vectors && go run . verify $(S2_VECTORS)
+
+# Fuzzing (cargo-fuzz, nightly; scripts/install-fuzz.sh installs both): every target
+# under fuzz/fuzz_targets for FUZZ_SECONDS each (fuzz-smoke: 10 s each). A summary line
+# per target gives libFuzzer's executions; any crash fails (input in fuzz/artifacts/).
+FUZZ_SECONDS ?= 60
+
+.PHONY: fuzz fuzz-smoke
+fuzz:
+	fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-smoke:
+	fuzz/run.sh 10

@@ -4,8 +4,10 @@
 //!
 //! This crate is the wasm adapter only: the root and HTTP contexts, which hand every
 //! callback to the host-independent `ferry_filter_core::exchange::Exchange` through
-//! [`host`], the only module that calls the proxy-wasm host. The logic lives in
-//! `ferry-filter-core`, which does not depend on proxy-wasm at all.
+//! [`adapter`] (one function per callback, generic over [`host::Host`]). The only code
+//! that calls the proxy-wasm host is [`host::ProxyWasmHost`]; the tests drive the same
+//! adapter over `mock_host::MockHost`, which refuses what Envoy refuses in each phase.
+//! The logic lives in `ferry-filter-core`, which does not depend on proxy-wasm at all.
 //!
 //! The filter must never panic (a panic traps the VM): the lints below deny every
 //! panicking shortcut; `clippy.toml` allows them in `#[cfg(test)]` code only.
@@ -20,13 +22,22 @@
     clippy::unimplemented
 )]
 
+mod adapter;
 mod host;
+#[cfg(test)]
+mod mock_host;
+#[cfg(test)]
+mod tests;
+
+use std::rc::Rc;
 
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, ContextType};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
+
+use host::{Host, ProxyWasmHost};
 
 #[cfg(target_arch = "wasm32")]
 proxy_wasm::main! {{
@@ -35,39 +46,30 @@ proxy_wasm::main! {{
 }}
 
 /// The plugin: reads the configuration and creates one [`Filter`] per HTTP stream.
+// Only `proxy_wasm::main!` (wasm32) creates it.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 #[derive(Default)]
-pub struct Root {
-    config: Config,
+struct Root {
+    /// Shared by every exchange of this plugin.
+    config: Rc<Config>,
 }
 
 impl Context for Root {}
 
 impl RootContext for Root {
     fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
-        let parsed = host::plugin_configuration()
-            .map_err(|e| e.to_string())
-            .and_then(|raw| Config::parse(raw.as_deref()).map_err(|e| e.to_string()));
-        match parsed {
-            Ok(config) => {
-                log::info!(
-                    "{:?}, session affinity {}",
-                    config.limits,
-                    if config.session_affinity { "on" } else { "off" }
-                );
-                self.config = config;
+        match adapter::configure(&mut ProxyWasmHost) {
+            Some(config) => {
+                self.config = Rc::new(config);
                 true
             }
-            Err(e) => {
-                log::error!("refusing to start: {e}");
-                false
-            }
+            None => false,
         }
     }
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Filter {
-            exchange: Exchange::new(self.config.limits).with_affinity(self.config.session_affinity),
-        }))
+        let exchange = Exchange::new(Rc::clone(&self.config));
+        Some(Box::new(Filter::new(exchange, ProxyWasmHost)))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -75,57 +77,20 @@ impl RootContext for Root {
     }
 }
 
-/// One HTTP stream.
-pub struct Filter {
+/// One HTTP stream, over a host ([`ProxyWasmHost`] in Envoy; the tests' `MockHost`).
+struct Filter<H> {
     exchange: Exchange,
+    host: H,
 }
 
-impl Context for Filter {}
-
-impl HttpContext for Filter {
-    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
-        let result = host::request_head()
-            .map(|head| self.exchange.on_request_headers(&head, end_of_stream))
-            .and_then(host::apply_request_headers);
-        self.settle(result)
+impl<H: Host> Filter<H> {
+    fn new(exchange: Exchange, host: H) -> Self {
+        Filter { exchange, host }
     }
 
-    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        let step = self.exchange.on_request_body(body_size, end_of_stream);
-        let result = host::apply_request_body(step, body_size, &mut self.exchange);
-        self.settle(result)
-    }
-
-    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
-        let step = self.exchange.on_request_trailers();
-        let result = host::apply_request_body(step, host::WHOLE_BODY, &mut self.exchange);
-        self.settle(result)
-    }
-
-    fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
-        let result = host::response_head()
-            .map(|head| self.exchange.on_response_headers(&head, end_of_stream))
-            .and_then(host::apply_response_headers);
-        self.settle(result)
-    }
-
-    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        let step = self.exchange.on_response_body(body_size, end_of_stream);
-        let result = host::apply_response_body(step, body_size, &mut self.exchange);
-        self.settle(result)
-    }
-
-    fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
-        let step = self.exchange.on_response_trailers();
-        let result = host::apply_response_body(step, host::WHOLE_BODY, &mut self.exchange);
-        self.settle(result)
-    }
-}
-
-impl Filter {
     /// The callback's action; after a failed host call, a best-effort internal error
     /// answer (the exchange is over either way).
-    fn settle(&mut self, result: host::Result<Action>) -> Action {
+    fn settle(&mut self, result: adapter::Result<Action>) -> Action {
         let error = match result {
             Ok(action) => return action,
             Err(error) => error,
@@ -137,9 +102,46 @@ impl Filter {
         else {
             return Action::Continue;
         };
-        host::send_reply(&reply).unwrap_or_else(|e| {
+        adapter::send_reply(&mut self.host, &reply).unwrap_or_else(|e| {
             log::error!("{e}");
             Action::Continue
         })
+    }
+}
+
+impl<H: Host> Context for Filter<H> {}
+
+impl<H: Host> HttpContext for Filter<H> {
+    fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+        let result = adapter::on_request_headers(&mut self.host, &mut self.exchange, end_of_stream);
+        self.settle(result)
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let result =
+            adapter::on_request_body(&mut self.host, &mut self.exchange, body_size, end_of_stream);
+        self.settle(result)
+    }
+
+    fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
+        let result = adapter::on_request_trailers(&mut self.host, &mut self.exchange);
+        self.settle(result)
+    }
+
+    fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
+        let result =
+            adapter::on_response_headers(&mut self.host, &mut self.exchange, end_of_stream);
+        self.settle(result)
+    }
+
+    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let result =
+            adapter::on_response_body(&mut self.host, &mut self.exchange, body_size, end_of_stream);
+        self.settle(result)
+    }
+
+    fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
+        let result = adapter::on_response_trailers(&mut self.host, &mut self.exchange);
+        self.settle(result)
     }
 }

@@ -6,6 +6,14 @@
 //! | `max_request_bytes` | 8388608 (8 MiB) | largest request body (framing included) |
 //! | `max_response_bytes` | 67108864 (64 MiB) | largest response body from the shim |
 //! | `session_affinity` | false | route a pinned session to the shim holding it (`affinity.rs`) |
+//! | `compression.preference` | `["zstd", "s2", "snappy", "gzip"]` | codecs for answers, most preferred first; the first one the client accepts is used (`[]`: never compress) |
+//! | `compression.min_bytes` | 1024 | messages smaller than this go uncompressed |
+//! | `compression.sample_bytes` | 65536 | how much of a message's start is compressed to judge it |
+//! | `compression.max_ratio` | 0.9 | compress only when the sample (then the message) shrinks to at most this |
+//! | `compression.level` | `"fastest"` | `"fastest"` or `"default"` (gzip -1 or -6; zstd has only its fastest level here) |
+//!
+//! Requests are decompressed whatever they use among identity, gzip, zstd, snappy and
+//! s2, up to `max_request_bytes` of output.
 //!
 //! `session_affinity` holds the request headers of `Execute`/`CloseSession` until the
 //! body is read, which needs the wasm filter's `allow_on_headers_stop_iteration: true`
@@ -19,6 +27,7 @@
 
 use std::fmt;
 
+use ferry_compress::{Encoding, Level, Policy};
 use serde::Deserialize;
 
 use crate::limits::{Limits, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
@@ -27,10 +36,12 @@ use crate::limits::{Limits, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_RESPONSE_BYTE
 /// gRPC frame length is 32 bits).
 pub const MAX_LIMIT: u64 = 1 << 30;
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
     pub limits: Limits,
     pub session_affinity: bool,
+    /// When and how answers are compressed.
+    pub compression: Policy,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -51,6 +62,59 @@ struct Raw {
     max_response_bytes: u64,
     #[serde(default)]
     session_affinity: bool,
+    #[serde(default)]
+    compression: RawCompression,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCompression {
+    preference: Option<Vec<String>>,
+    min_bytes: Option<u64>,
+    sample_bytes: Option<u64>,
+    max_ratio: Option<f64>,
+    level: Option<String>,
+}
+
+impl RawCompression {
+    fn policy(self) -> Result<Policy, ConfigError> {
+        let mut policy = Policy::default();
+        if let Some(names) = self.preference {
+            policy.preference = names
+                .iter()
+                .map(|name| match Encoding::parse(name) {
+                    Some(Encoding::Identity) | None => Err(ConfigError(format!(
+                        "compression.preference: {name:?} is not a codec (gzip, zstd, snappy, s2)"
+                    ))),
+                    Some(encoding) => Ok(encoding),
+                })
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(n) = self.min_bytes {
+            policy.min_bytes = limit("compression.min_bytes", n.max(1))?;
+        }
+        if let Some(n) = self.sample_bytes {
+            policy.sample_bytes = limit("compression.sample_bytes", n)?;
+        }
+        if let Some(ratio) = self.max_ratio {
+            if !(ratio > 0.0 && ratio <= 1.0) {
+                return Err(ConfigError(format!(
+                    "compression.max_ratio must be in (0, 1], not {ratio}"
+                )));
+            }
+            policy.max_ratio = ratio;
+        }
+        policy.level = match self.level.as_deref() {
+            None | Some("fastest") => Level::Fastest,
+            Some("default") => Level::Default,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "compression.level must be \"fastest\" or \"default\", not {other:?}"
+                )))
+            }
+        };
+        Ok(policy)
+    }
 }
 
 fn default_request() -> u64 {
@@ -83,6 +147,7 @@ impl Config {
                 max_response_bytes: limit("max_response_bytes", raw.max_response_bytes)?,
             },
             session_affinity: raw.session_affinity,
+            compression: raw.compression.policy()?,
         })
     }
 }
@@ -108,6 +173,7 @@ mod tests {
                 max_response_bytes: 67_108_864,
             },
             session_affinity: false,
+            compression: Policy::default(),
         };
         assert_eq!(Config::parse(None).unwrap(), defaults);
         assert_eq!(Config::parse(Some(b"")).unwrap(), defaults);
@@ -138,6 +204,21 @@ mod tests {
     }
 
     #[test]
+    fn compression_settings() {
+        let c = Config::parse(Some(
+            br#"{"compression": {"preference": ["gzip", "S2"], "min_bytes": 10, "sample_bytes": 100, "max_ratio": 0.5, "level": "default"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(c.compression.preference, vec![Encoding::Gzip, Encoding::S2]);
+        assert_eq!(c.compression.min_bytes, 10);
+        assert_eq!(c.compression.sample_bytes, 100);
+        assert_eq!(c.compression.max_ratio, 0.5);
+        assert_eq!(c.compression.level, Level::Default);
+        let off = Config::parse(Some(br#"{"compression": {"preference": []}}"#)).unwrap();
+        assert!(off.compression.preference.is_empty());
+    }
+
+    #[test]
     fn bad_configurations_are_errors() {
         for bad in [
             &br#"{"max_request_bytes": 0}"#[..],
@@ -152,6 +233,16 @@ mod tests {
         ] {
             let err = Config::parse(Some(bad)).unwrap_err();
             assert!(!err.to_string().is_empty());
+        }
+        for bad in [
+            &br#"{"compression": {"preference": ["br"]}}"#[..],
+            br#"{"compression": {"preference": ["identity"]}}"#,
+            br#"{"compression": {"max_ratio": 0}}"#,
+            br#"{"compression": {"max_ratio": 1.5}}"#,
+            br#"{"compression": {"level": "best"}}"#,
+            br#"{"compression": {"minbytes": 1}}"#,
+        ] {
+            assert!(Config::parse(Some(bad)).is_err());
         }
         let err = Config::parse(Some(br#"{"typo": 1}"#)).unwrap_err();
         assert!(err.to_string().contains("unknown field `typo`"), "{err}");

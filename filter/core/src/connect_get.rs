@@ -21,6 +21,8 @@
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
 
+use ferry_compress::Encoding;
+
 use crate::compression;
 use crate::errors::{Code, Rejection};
 use crate::limits::Limits;
@@ -109,12 +111,7 @@ pub fn parse(query: &str, limits: &Limits) -> Result<GetRequest, Rejection> {
         }
     };
     let compression = compression.map(|c| String::from_utf8_lossy(&c).into_owned());
-    compression::parse(compression.as_deref()).map_err(|compression::Unsupported(name)| {
-        Rejection::new(
-            Code::Unimplemented,
-            format!("compression {name:?} is not supported yet (supported: identity)"),
-        )
-    })?;
+    let encoding = compression::request_encoding("compression", compression.as_deref())?;
     let base64 = match base64.as_deref() {
         None | Some(b"0") => false,
         Some(b"1") => true,
@@ -136,6 +133,11 @@ pub fn parse(query: &str, limits: &Limits) -> Result<GetRequest, Rejection> {
         message
     };
     limits.check_request(message.len())?;
+    let message = if encoding == Encoding::Identity {
+        message
+    } else {
+        compression::decompress(encoding, &message, limits.max_request_bytes)?
+    };
     Ok(GetRequest { codec, message })
 }
 
@@ -291,18 +293,27 @@ mod tests {
     }
 
     #[test]
-    fn compression_identity_only() {
+    fn compressed_messages() {
         assert_eq!(
             ok("encoding=json&compression=identity&message=x").message,
             b"x"
         );
         assert_eq!(ok("encoding=json&compression=&message=x").message, b"x");
-        let (code, status, msg) = err("encoding=json&compression=gzip&message=x");
+        let mut gz = Vec::new();
+        ferry_compress::compress(Encoding::Gzip, br#"{"query":"SELECT 1"}"#, &mut gz);
+        let b64 = URL_SAFE.encode(&gz);
+        let r = ok(&format!(
+            "encoding=json&compression=gzip&base64=1&message={b64}"
+        ));
+        assert_eq!(r.message, br#"{"query":"SELECT 1"}"#);
+        let (code, status, msg) = err("encoding=json&compression=br&message=x");
         assert_eq!((code, status), (Code::Unimplemented, 501));
         assert_eq!(
             msg,
-            "compression \"gzip\" is not supported yet (supported: identity)"
+            "compression \"br\" is not supported (supported: identity, gzip, zstd, snappy, s2)"
         );
+        let (code, _, _) = err("encoding=json&compression=gzip&message=x");
+        assert_eq!(code, Code::InvalidArgument);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The RPCs the filter serves: one table row per RPC with its path and the codec
-//! functions for its request and response messages. Serving another unary RPC
+//! The RPCs the filter serves: one table row per RPC with its path, its kind and the
+//! codec functions for its request and response messages. Serving another RPC
 //! (e.g. `Prepare`) is one more row.
 
 use ferry_proto::psdb::v1alpha1::{
@@ -18,6 +18,8 @@ pub struct Rpc {
     pub name: &'static str,
     /// `POST` path.
     pub path: &'static str,
+    /// Server streaming (many response messages); otherwise unary.
+    pub streaming: bool,
     /// Protojson request → canonical protobuf request.
     pub request_from_json: fn(&[u8]) -> Result<Vec<u8>, CodecError>,
     /// Checks a protobuf request.
@@ -40,12 +42,13 @@ impl std::fmt::Debug for Rpc {
     }
 }
 
-/// The served RPCs. `StreamExecute` and `Prepare` are not served yet: their paths get
-/// `unimplemented` like any unknown path.
+/// The served RPCs. `Prepare` is not served yet: its path gets `unimplemented` like
+/// any unknown path.
 pub const RPCS: &[Rpc] = &[
     Rpc {
         name: "Execute",
         path: "/psdb.v1alpha1.Database/Execute",
+        streaming: false,
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
         response_to_json: json::from_proto::<ExecuteResponse>,
@@ -53,9 +56,24 @@ pub const RPCS: &[Rpc] = &[
         carries_session: true,
         get: true,
     },
+    // Rows come in many messages (the shim answers in Connect streaming envelopes);
+    // like Execute it may run in a pinned session and be replayed only when it is a
+    // plain read. Not in GET form: Connect GET is for unary RPCs.
+    Rpc {
+        name: "StreamExecute",
+        path: "/psdb.v1alpha1.Database/StreamExecute",
+        streaming: true,
+        request_from_json: json::to_proto::<ExecuteRequest>,
+        validate_request: proto::validate::<ExecuteRequest>,
+        response_to_json: json::from_proto::<ExecuteResponse>,
+        early_data: Policy::Inspect(early_data::execute),
+        carries_session: true,
+        get: false,
+    },
     Rpc {
         name: "CreateSession",
         path: "/psdb.v1alpha1.Database/CreateSession",
+        streaming: false,
         request_from_json: json::to_proto::<CreateSessionRequest>,
         validate_request: proto::validate::<CreateSessionRequest>,
         response_to_json: json::from_proto::<CreateSessionResponse>,
@@ -66,6 +84,7 @@ pub const RPCS: &[Rpc] = &[
     Rpc {
         name: "CloseSession",
         path: "/psdb.v1alpha1.Database/CloseSession",
+        streaming: false,
         request_from_json: json::to_proto::<CloseSessionRequest>,
         validate_request: proto::validate::<CloseSessionRequest>,
         response_to_json: json::from_proto::<CloseSessionResponse>,
@@ -106,7 +125,6 @@ mod tests {
             "Execute"
         );
         for not_served in [
-            "/psdb.v1alpha1.Database/StreamExecute",
             "/psdb.v1alpha1.Database/Prepare",
             "/psdb.v1alpha1.Database/execute",
             "/psdb.v1alpha1.Database/Execute/",

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod connect;
+pub mod framed;
 pub mod grpc;
 pub mod h3_client;
 pub mod rows;

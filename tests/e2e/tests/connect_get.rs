@@ -141,7 +141,7 @@ async fn get_errors_are_connect_errors() {
             "invalid_argument",
         ),
         (
-            "connect=v1&encoding=json&compression=gzip&message=%7B%7D",
+            "connect=v1&encoding=json&compression=br&message=%7B%7D",
             501,
             "unimplemented",
         ),

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";
 const CREATE_SESSION: &str = "/psdb.v1alpha1.Database/CreateSession";
 const CLOSE_SESSION: &str = "/psdb.v1alpha1.Database/CloseSession";
+const STREAM_EXECUTE: &str = "/psdb.v1alpha1.Database/StreamExecute";
 /// `user:pass`
 const AUTH: &str = "Basic dXNlcjpwYXNz";
 
@@ -21,6 +22,15 @@ fn limits() -> Limits {
         max_request_bytes: 1000,
         max_response_bytes: 2000,
     }
+}
+
+/// An exchange under the test limits, session affinity on or off.
+fn exchange(affinity: bool) -> Exchange {
+    Exchange::new(std::rc::Rc::new(Config {
+        limits: limits(),
+        session_affinity: affinity,
+        ..Config::default()
+    }))
 }
 
 fn head(path: &str, content_type: &str) -> RequestHead {
@@ -34,7 +44,7 @@ fn head(path: &str, content_type: &str) -> RequestHead {
 }
 
 fn framed(message: &[u8]) -> Vec<u8> {
-    let mut body = grpc::frame_header(message.len()).unwrap().to_vec();
+    let mut body = crate::envelope::header(0, message.len()).unwrap().to_vec();
     body.extend_from_slice(message);
     body
 }
@@ -45,7 +55,7 @@ fn json_of(bytes: &[u8]) -> Value {
 
 /// Runs a request head (with a body to follow) and returns the exchange and the step.
 fn start(head: &RequestHead) -> (Exchange, RequestHeadersStep) {
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let step = ex.on_request_headers(head, false);
     (ex, step)
 }
@@ -173,7 +183,7 @@ fn connect_proto_streams_untouched() {
 
 #[test]
 fn connect_proto_without_body_is_an_empty_message() {
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let step = ex.on_request_headers(&head(CREATE_SESSION, "application/proto"), true);
     assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
 }
@@ -236,11 +246,7 @@ fn request_trailers_end_a_buffered_body() {
 
 #[test]
 fn unknown_paths_are_unimplemented_404() {
-    for path in [
-        "/psdb.v1alpha1.Database/StreamExecute",
-        "/psdb.v1alpha1.Database/Prepare",
-        "/nope",
-    ] {
+    for path in ["/psdb.v1alpha1.Database/Prepare", "/nope"] {
         let (status, code, message) =
             connect_error(&reply_of_headers(&head(path, "application/json")));
         assert_eq!((status, code.as_str()), (404, "unimplemented"), "{path}");
@@ -296,31 +302,59 @@ fn content_types() {
             "gRPC-Web is not supported yet".into()
         )
     );
+    // A streaming content type for a unary RPC (and the reverse), as connect-go.
     let reply = reply_of_headers(&head(EXECUTE, "application/connect+json"));
-    assert_eq!(connect_error(&reply).1, "unimplemented");
+    assert_eq!(
+        connect_error(&reply),
+        (
+            415,
+            "unimplemented".into(),
+            "Execute is a unary RPC: use application/proto, application/json or gRPC, not application/connect+json".into()
+        )
+    );
+    let reply = reply_of_headers(&head(STREAM_EXECUTE, "application/json"));
+    assert_eq!(connect_error(&reply).0, 415);
 }
 
 #[test]
-fn compression_other_than_identity_is_unimplemented() {
+fn unknown_compression_is_unimplemented_and_lists_the_supported() {
     let mut h = head(EXECUTE, "application/json");
-    h.content_encoding = Some("gzip".into());
-    let (status, code, message) = connect_error(&reply_of_headers(&h));
+    h.encodings = vec![("content-encoding", "br".into())];
+    let reply = reply_of_headers(&h);
+    let (status, code, message) = connect_error(&reply);
     assert_eq!((status, code.as_str()), (501, "unimplemented"));
     assert_eq!(
         message,
-        "content-encoding \"gzip\" is not supported yet (identity only)"
+        "content-encoding \"br\" is not supported (supported: identity, gzip, zstd, snappy, s2)"
     );
-    h.content_encoding = Some("identity".into());
-    assert!(matches!(start(&h).1, RequestHeadersStep::Forward(_)));
+    assert_eq!(
+        reply.header("accept-encoding"),
+        Some("identity, gzip, zstd, snappy, s2")
+    );
+    for known in ["identity", "gzip", "zstd", "snappy", "s2"] {
+        h.encodings = vec![("content-encoding", known.into())];
+        assert!(
+            matches!(start(&h).1, RequestHeadersStep::Forward(_)),
+            "{known}"
+        );
+    }
 
     let mut h = head(EXECUTE, "application/grpc");
-    h.grpc_encoding = Some("gzip".into());
-    assert_eq!(grpc_error(&reply_of_headers(&h)).0, 12);
-    // A compressed frame without grpc-encoding.
+    h.encodings = vec![("grpc-encoding", "lz4".into())];
+    let reply = reply_of_headers(&h);
+    assert_eq!(grpc_error(&reply).0, 12);
+    assert_eq!(
+        reply.header("grpc-accept-encoding"),
+        Some("identity, gzip, zstd, snappy, s2")
+    );
+    // A compressed frame without grpc-encoding (the gRPC spec: internal).
     let reply = send(&head(EXECUTE, "application/grpc"), &[1, 0, 0, 0, 0]).unwrap_err();
     assert_eq!(
         grpc_error(&reply),
-        (12, "compressed gRPC messages are not supported yet".into())
+        (
+            13,
+            "the gRPC message is flagged compressed but the request names no encoding".into()
+        )
     );
 }
 
@@ -422,7 +456,7 @@ fn malformed_bodies_are_invalid_argument() {
     two.extend(framed(b""));
     assert_eq!(
         grpc("application/grpc", &two).1,
-        "more than one message in a unary gRPC request"
+        "more than one message in a gRPC request"
     );
     assert_eq!(
         grpc("application/grpc", &[0, 0, 0, 0, 0, 9]).1,
@@ -440,14 +474,14 @@ fn malformed_bodies_are_invalid_argument() {
 
 #[test]
 fn missing_bodies() {
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let RequestHeadersStep::Reply(reply) =
         ex.on_request_headers(&head(EXECUTE, "application/json"), true)
     else {
         panic!()
     };
     assert_eq!(connect_error(&reply).1, "invalid_argument");
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let RequestHeadersStep::Reply(reply) =
         ex.on_request_headers(&head(EXECUTE, "application/grpc"), true)
     else {
@@ -677,7 +711,7 @@ fn grpc_proto_success_prepends_a_frame_header_and_adds_trailers() {
         );
         assert_eq!(
             edit.body,
-            BodyEdit::Prepend(grpc::frame_header(body.len()).unwrap())
+            BodyEdit::Prepend(crate::envelope::header(0, body.len()).unwrap())
         );
         assert_eq!(edit.trailers, ok_trailers());
     }
@@ -693,7 +727,7 @@ fn grpc_json_success_is_framed_protojson() {
     );
     assert_eq!(edits.get("content-type"), Some("application/grpc+json"));
     let body = replaced(&edit);
-    let range = grpc::unframe(body).unwrap();
+    let (_, range) = crate::envelope::single(body, "gRPC").unwrap();
     assert_eq!(json_of(&body[range])["result"]["rowsAffected"], "3");
     assert_eq!(edit.trailers, ok_trailers());
 }
@@ -974,12 +1008,12 @@ fn host_failures_answer_internal_in_the_clients_protocol() {
     let reply = ex.fail("boom").unwrap();
     assert_eq!(grpc_error(&reply), (13, "boom".into()));
     assert!(ex.fail("again").is_none());
-    assert!(Exchange::new(limits()).fail("x").is_none());
+    assert!(exchange(false).fail("x").is_none());
 }
 
 #[test]
 fn callbacks_without_a_call_pass() {
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     assert_eq!(ex.on_request_body(5, true), RequestBodyStep::Continue);
     assert_eq!(
         ex.on_response_headers(&response("200", "text/plain"), false),
@@ -1166,7 +1200,7 @@ fn early_connect_proto_is_held_until_checked() {
     assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
     assert_eq!(ex.on_request_body(20, true), RequestBodyStep::Read);
     // Headers only (an empty message: an empty query) is refused at once.
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let RequestHeadersStep::Reply(reply) =
         ex.on_request_headers(&early(EXECUTE, "application/proto"), true)
     else {
@@ -1182,7 +1216,7 @@ fn early_connect_proto_is_held_until_checked() {
 fn early_session_rpcs() {
     // CreateSession changes nothing: it goes on.
     assert!(send(&early(CREATE_SESSION, "application/json"), b"{}").is_ok());
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let step = ex.on_request_headers(&early(CREATE_SESSION, "application/proto"), true);
     assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
     // CloseSession is refused from its headers: nothing at all is forwarded.
@@ -1246,7 +1280,7 @@ fn pinned_execute(holder: &str) -> Vec<u8> {
 }
 
 fn affine(head: &RequestHead) -> (Exchange, RequestHeadersStep) {
-    let mut ex = Exchange::new(limits()).with_affinity(true);
+    let mut ex = exchange(true);
     let step = ex.on_request_headers(head, false);
     (ex, step)
 }
@@ -1263,7 +1297,7 @@ const HOLDER_B64: &str = "MTI3LjAuMC4xOjE4MDg0"; // 127.0.0.1:18084
 #[test]
 fn client_sent_x_ferry_host_is_removed() {
     for affinity in [false, true] {
-        let mut ex = Exchange::new(limits()).with_affinity(affinity);
+        let mut ex = exchange(affinity);
         let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) =
             ex.on_request_headers(&head(EXECUTE, "application/json"), false)
         else {
@@ -1341,7 +1375,7 @@ fn with_affinity_unpinned_and_sessionless_requests_balance() {
         affine(&head(CREATE_SESSION, "application/proto")).1,
         RequestHeadersStep::Forward(_)
     ));
-    let mut ex = Exchange::new(limits()).with_affinity(true);
+    let mut ex = exchange(true);
     assert!(matches!(
         ex.on_request_headers(&head(EXECUTE, "application/proto"), true),
         RequestHeadersStep::Forward(_)
@@ -1548,7 +1582,7 @@ fn get(ex: &mut Exchange, query: &str) -> Result<(HeaderEdits, Vec<u8>), Reply> 
 
 #[test]
 fn get_json_becomes_the_canonical_post() {
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let (edits, body) = get(
         &mut ex,
         "connect=v1&encoding=json&message=%7B%22query%22%3A%22SELECT+1%22%7D",
@@ -1585,7 +1619,7 @@ fn get_proto_base64() {
         ..Default::default()
     }
     .encode_to_vec();
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     let (edits, body) = get(
         &mut ex,
         &format!(
@@ -1617,7 +1651,7 @@ fn get_refuses_what_is_not_replay_safe() {
         "encoding=json&message=%7B%22query%22%3A%22SELECT+*+FROM+t+FOR+UPDATE%22%7D".to_owned(),
         format!("encoding=proto&base64=1&message={}", url_base64(&in_tx)),
     ] {
-        let reply = get(&mut Exchange::new(limits()), &query).unwrap_err();
+        let reply = get(&mut exchange(false), &query).unwrap_err();
         assert_eq!(reply.header("allow"), Some("POST"));
         let (status, code, message) = connect_error(&reply);
         assert_eq!((status, code.as_str()), (405, "unimplemented"), "{query}");
@@ -1628,27 +1662,23 @@ fn get_refuses_what_is_not_replay_safe() {
 #[test]
 fn get_errors() {
     // Bad query: a Connect error.
-    let reply = get(&mut Exchange::new(limits()), "connect=v1&encoding=json").unwrap_err();
+    let reply = get(&mut exchange(false), "connect=v1&encoding=json").unwrap_err();
     assert_eq!(connect_error(&reply).0, 400);
-    let reply = get(&mut Exchange::new(limits()), "encoding=json&message=%7B").unwrap_err();
+    let reply = get(&mut exchange(false), "encoding=json&message=%7B").unwrap_err();
     assert_eq!(connect_error(&reply).1, "invalid_argument");
     let message = format!("encoding=json&message={}", "a".repeat(1001));
     assert_eq!(
-        connect_error(&get(&mut Exchange::new(limits()), &message).unwrap_err()).0,
+        connect_error(&get(&mut exchange(false), &message).unwrap_err()).0,
         429
     );
-    let reply = get(
-        &mut Exchange::new(limits()),
-        "encoding=proto&base64=1&message=_w",
-    )
-    .unwrap_err();
+    let reply = get(&mut exchange(false), "encoding=proto&base64=1&message=_w").unwrap_err();
     assert_eq!(connect_error(&reply).1, "invalid_argument");
     // Credentials are checked.
     let mut h = get_head("encoding=json&message=%7B%7D");
     h.authorization = None;
     assert_eq!(connect_error(&reply_of_headers(&h)).0, 401);
     // Headers-only (Envoy without the Lua filter): no body can be given.
-    let reply = match Exchange::new(limits()).on_request_headers(
+    let reply = match exchange(false).on_request_headers(
         &get_head("encoding=json&message=%7B%22query%22%3A%22SELECT+1%22%7D"),
         true,
     ) {
@@ -1662,7 +1692,7 @@ fn get_errors() {
     let mut h = get_head("encoding=json&message=%7B%22query%22%3A%22SELECT+1%22%7D");
     h.content_length = Some("3".into());
     assert_eq!(connect_error(&reply_of_headers(&h)).0, 400);
-    let mut ex = Exchange::new(limits());
+    let mut ex = exchange(false);
     assert!(matches!(
         ex.on_request_headers(
             &get_head("encoding=json&message=%7B%22query%22%3A%22SELECT+1%22%7D"),
@@ -1704,7 +1734,7 @@ fn get_refuses_a_statement_of_a_pinned_session() {
         ..Default::default()
     }
     .encode_to_vec();
-    let mut ex = Exchange::new(limits()).with_affinity(true);
+    let mut ex = exchange(true);
     let reply = get(
         &mut ex,
         &format!("encoding=proto&base64=1&message={}", url_base64(&message)),
@@ -1714,3 +1744,6 @@ fn get_refuses_a_statement_of_a_pinned_session() {
     assert_eq!(status, 405);
     assert!(message.contains("session state"), "{message}");
 }
+
+mod compression;
+mod streams;

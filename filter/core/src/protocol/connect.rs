@@ -1,23 +1,76 @@
 //! Connect unary (connectrpc.com/docs/protocol): the body is the bare message,
-//! `application/json` or `application/proto`; errors are always JSON
-//! `{"code": "...", "message": "..."}` with the code's HTTP status.
+//! `application/json` or `application/proto`, compressed as a whole
+//! (`Content-Encoding`); errors are always JSON `{"code": "...", "message": "..."}`
+//! with the code's HTTP status. The JSON error shape is also Connect streaming's.
 
 use serde_json::{Map, Value};
 
+use super::{EncodingHeaders, End, Wire};
 use crate::errors::{Code, Rejection};
 use crate::http::Reply;
 
 pub const JSON: &str = "application/json";
 pub const PROTO: &str = "application/proto";
 
+/// Connect unary.
+pub struct ConnectUnary;
+
+impl Wire for ConnectUnary {
+    fn serves(&self, streaming: bool) -> bool {
+        !streaming
+    }
+
+    fn encoding_headers(&self) -> EncodingHeaders {
+        EncodingHeaders {
+            content: "content-encoding",
+            accept: "accept-encoding",
+        }
+    }
+
+    fn enveloped(&self) -> bool {
+        false
+    }
+
+    fn error_reply(&self, _media_type: &'static str, rejection: &Rejection) -> Reply {
+        error_reply(rejection)
+    }
+
+    fn answer_head(&self, media_type: &'static str, error: Option<Code>) -> (u16, &'static str) {
+        match error {
+            None => (200, media_type),
+            Some(code) => (code.http_status(), JSON),
+        }
+    }
+
+    fn end(&self, error: Option<(Code, &str)>) -> End {
+        End {
+            body: error.map_or_else(Vec::new, |(code, message)| error_body(code, message)),
+            trailers: Vec::new(),
+        }
+    }
+
+    fn late_errors(&self) -> bool {
+        false
+    }
+
+    fn speaks_connect_errors(&self) -> bool {
+        true
+    }
+}
+
 /// The body of a Connect error.
 pub fn error_body(code: Code, message: &str) -> Vec<u8> {
+    error_value(code, message).to_string().into_bytes()
+}
+
+/// A Connect error as a JSON object (also the `error` of an end-of-stream message).
+pub fn error_value(code: Code, message: &str) -> Value {
     let mut body = Map::new();
     body.insert("code".into(), Value::String(code.connect_name().into()));
     if !message.is_empty() {
         body.insert("message".into(), Value::String(message.into()));
     }
-    Value::Object(body).to_string().into_bytes()
+    Value::Object(body)
 }
 
 /// A Connect error answer.

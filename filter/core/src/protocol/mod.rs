@@ -1,76 +1,100 @@
 //! Client protocols: which one a request speaks (from its content type, by table) and,
-//! per protocol, how its messages are framed and its errors shaped.
+//! per protocol, one type behind the [`Wire`] trait that knows how its messages are
+//! framed, where its compression is named and how its errors and ends look. The
+//! exchange talks to clients only through [`Client`], never by matching on a protocol.
 
 pub mod connect;
+pub mod connect_stream;
 pub mod grpc;
 
-use crate::errors::Rejection;
-use crate::http::Reply;
+use crate::errors::{Code, Rejection};
+use crate::http::{Header, Reply};
 
-/// A served client protocol: wire family × message codec.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
-    ConnectJson,
-    ConnectProto,
-    GrpcProto,
-    GrpcJson,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// Connect unary: the body is the message; errors are JSON with an HTTP status.
-    Connect,
-    /// gRPC: the body is one 5-byte-framed message; the status is in trailers.
-    Grpc,
-}
-
+/// The message codec of a request and its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
     Json,
     Proto,
 }
 
-impl Protocol {
-    pub fn family(self) -> Family {
-        match self {
-            Protocol::ConnectJson | Protocol::ConnectProto => Family::Connect,
-            Protocol::GrpcProto | Protocol::GrpcJson => Family::Grpc,
-        }
-    }
-
-    pub fn codec(self) -> Codec {
-        match self {
-            Protocol::ConnectJson | Protocol::GrpcJson => Codec::Json,
-            Protocol::ConnectProto | Protocol::GrpcProto => Codec::Proto,
-        }
-    }
-
-    /// The value of the `x-ferry-protocol` request header.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::ConnectJson => "connect-json",
-            Protocol::ConnectProto => "connect-proto",
-            Protocol::GrpcProto => "grpc-proto",
-            Protocol::GrpcJson => "grpc-json",
-        }
-    }
-}
-
-/// The client of one exchange: its protocol and the media type it sent (gRPC answers
-/// echo it: `application/grpc` stays `application/grpc`, `+proto` stays `+proto`).
+/// The headers naming a message encoding: the one a message was compressed with,
+/// and the ones a client accepts back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Client {
-    pub protocol: Protocol,
-    pub media_type: &'static str,
+pub struct EncodingHeaders {
+    pub content: &'static str,
+    pub accept: &'static str,
 }
+
+/// How a client protocol completes an answer: body bytes to append and trailers.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct End {
+    pub body: Vec<u8>,
+    pub trailers: Vec<Header>,
+}
+
+/// What differs between client protocols.
+pub trait Wire: Sync {
+    /// Serves server-streaming RPCs (`true`) or unary ones (`false`).
+    fn serves(&self, streaming: bool) -> bool;
+    /// Where the message encoding is named.
+    fn encoding_headers(&self) -> EncodingHeaders;
+    /// Messages travel in 5-byte envelopes (with a per-message compression flag);
+    /// otherwise the body is the message and its encoding is the body's.
+    fn enveloped(&self) -> bool;
+    /// A whole local error answer (nothing went out yet).
+    fn error_reply(&self, media_type: &'static str, rejection: &Rejection) -> Reply;
+    /// The HTTP status and content type of an answer whose outcome is `error`
+    /// (`None`: success) once the filter has decided it.
+    fn answer_head(&self, media_type: &'static str, error: Option<Code>) -> (u16, &'static str);
+    /// The end of an answer with this outcome, after its messages.
+    fn end(&self, error: Option<(Code, &str)>) -> End;
+    /// An error can still be told after a success's headers went out (gRPC trailers,
+    /// Connect's end-of-stream message); a Connect unary 200 cannot be taken back.
+    fn late_errors(&self) -> bool;
+    /// The shim's own Connect errors are already this protocol's errors.
+    fn speaks_connect_errors(&self) -> bool {
+        false
+    }
+    /// Envoy's own trailers-only gRPC answers are already this protocol's answers.
+    fn speaks_grpc(&self) -> bool {
+        false
+    }
+}
+
+/// The client of one exchange: its protocol, codec, and the media type it sent
+/// (answers echo it: `application/grpc` stays `application/grpc`).
+#[derive(Clone, Copy)]
+pub struct Client {
+    pub wire: &'static dyn Wire,
+    pub codec: Codec,
+    pub media_type: &'static str,
+    /// The value of the `x-ferry-protocol` request header.
+    pub name: &'static str,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.name, self.media_type)
+    }
+}
+
+impl PartialEq for Client {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.media_type == other.media_type
+    }
+}
+
+impl Eq for Client {}
 
 impl Client {
-    /// An error answer in this client's protocol.
+    /// A whole local error answer in this client's protocol.
     pub fn reply(&self, rejection: &Rejection) -> Reply {
-        match self.protocol.family() {
-            Family::Connect => connect::error_reply(rejection),
-            Family::Grpc => grpc::error_reply(self.media_type, rejection),
-        }
+        self.wire.error_reply(self.media_type, rejection)
+    }
+
+    /// Connect unary with the proto codec: the shim's canonical form itself.
+    pub fn is_canonical(&self) -> bool {
+        self.media_type == connect::PROTO
     }
 }
 
@@ -84,31 +108,46 @@ pub enum Detected {
     Unknown,
 }
 
-const fn served(media_type: &'static str, protocol: Protocol) -> (&'static str, Detected) {
+const fn served(
+    media_type: &'static str,
+    wire: &'static dyn Wire,
+    codec: Codec,
+    name: &'static str,
+) -> (&'static str, Detected) {
     (
         media_type,
         Detected::Served(Client {
-            protocol,
+            wire,
+            codec,
             media_type,
+            name,
         }),
     )
 }
 
+const UNARY: &dyn Wire = &connect::ConnectUnary;
+const STREAM: &dyn Wire = &connect_stream::ConnectStream;
+const GRPC: &dyn Wire = &grpc::Grpc;
+
 /// Media type (content type without parameters, case-insensitive) → protocol.
 pub const CONTENT_TYPES: &[(&str, Detected)] = &[
-    served(connect::JSON, Protocol::ConnectJson),
-    served(connect::PROTO, Protocol::ConnectProto),
-    served("application/grpc", Protocol::GrpcProto),
-    served("application/grpc+proto", Protocol::GrpcProto),
-    served("application/grpc+json", Protocol::GrpcJson),
-    (
-        "application/connect+json",
-        Detected::NotServed("Connect streaming"),
+    served(connect::JSON, UNARY, Codec::Json, "connect-json"),
+    served(connect::PROTO, UNARY, Codec::Proto, "connect-proto"),
+    served(
+        connect_stream::JSON,
+        STREAM,
+        Codec::Json,
+        "connect-stream-json",
     ),
-    (
-        "application/connect+proto",
-        Detected::NotServed("Connect streaming"),
+    served(
+        connect_stream::PROTO,
+        STREAM,
+        Codec::Proto,
+        "connect-stream-proto",
     ),
+    served("application/grpc", GRPC, Codec::Proto, "grpc-proto"),
+    served("application/grpc+proto", GRPC, Codec::Proto, "grpc-proto"),
+    served("application/grpc+json", GRPC, Codec::Json, "grpc-json"),
     ("application/grpc-web", Detected::NotServed("gRPC-Web")),
     (
         "application/grpc-web+proto",
@@ -123,8 +162,25 @@ pub const CONTENT_TYPES: &[(&str, Detected)] = &[
 ];
 
 /// The served media types, for `accept-post` on 415 answers.
-pub const ACCEPTED: &str =
-    "application/json, application/proto, application/grpc, application/grpc+proto, application/grpc+json";
+pub const ACCEPTED: &str = "application/json, application/proto, application/connect+json, application/connect+proto, application/grpc, application/grpc+proto, application/grpc+json";
+
+/// The Connect unary client of a Connect GET with this codec.
+pub fn connect_unary(codec: Codec) -> Client {
+    let media = match codec {
+        Codec::Json => connect::JSON,
+        Codec::Proto => connect::PROTO,
+    };
+    match detect(Some(media)) {
+        Detected::Served(client) => client,
+        // Both media types are rows of the table above.
+        Detected::NotServed(_) | Detected::Unknown => Client {
+            wire: UNARY,
+            codec,
+            media_type: media,
+            name: "connect",
+        },
+    }
+}
 
 /// The media type of a content type: `application/json; charset=utf-8` → `application/json`.
 pub fn media_type(content_type: &str) -> &str {
@@ -149,38 +205,39 @@ pub fn detect(content_type: Option<&str>) -> Detected {
 mod tests {
     use super::*;
 
-    fn protocol(ct: &str) -> Option<Protocol> {
+    fn name(ct: &str) -> Option<&'static str> {
         match detect(Some(ct)) {
-            Detected::Served(c) => Some(c.protocol),
+            Detected::Served(c) => Some(c.name),
             _ => None,
         }
     }
 
     #[test]
     fn detection_table() {
-        assert_eq!(protocol("application/json"), Some(Protocol::ConnectJson));
+        assert_eq!(name("application/json"), Some("connect-json"));
         assert_eq!(
-            protocol("application/json; charset=utf-8"),
-            Some(Protocol::ConnectJson)
+            name("application/json; charset=utf-8"),
+            Some("connect-json")
         );
         assert_eq!(
-            protocol("Application/JSON ;charset=UTF-8"),
-            Some(Protocol::ConnectJson)
+            name("Application/JSON ;charset=UTF-8"),
+            Some("connect-json")
         );
-        assert_eq!(protocol("application/proto"), Some(Protocol::ConnectProto));
-        assert_eq!(protocol("application/grpc"), Some(Protocol::GrpcProto));
+        assert_eq!(name("application/proto"), Some("connect-proto"));
+        assert_eq!(name("application/grpc"), Some("grpc-proto"));
+        assert_eq!(name("application/grpc+proto"), Some("grpc-proto"));
+        assert_eq!(name("application/grpc+json"), Some("grpc-json"));
         assert_eq!(
-            protocol("application/grpc+proto"),
-            Some(Protocol::GrpcProto)
+            name("application/connect+json"),
+            Some("connect-stream-json")
         );
-        assert_eq!(protocol("application/grpc+json"), Some(Protocol::GrpcJson));
+        assert_eq!(
+            name("application/connect+proto"),
+            Some("connect-stream-proto")
+        );
         assert_eq!(
             detect(Some("application/grpc-web+proto")),
             Detected::NotServed("gRPC-Web")
-        );
-        assert_eq!(
-            detect(Some("application/connect+json")),
-            Detected::NotServed("Connect streaming")
         );
         assert_eq!(detect(Some("text/plain")), Detected::Unknown);
         assert_eq!(detect(Some("")), Detected::Unknown);
@@ -188,7 +245,7 @@ mod tests {
     }
 
     #[test]
-    fn grpc_media_type_is_kept_for_echo() {
+    fn media_types_are_kept_for_echo() {
         let Detected::Served(c) = detect(Some("application/grpc+proto")) else {
             panic!()
         };
@@ -197,5 +254,19 @@ mod tests {
             panic!()
         };
         assert_eq!(c.media_type, "application/grpc");
+    }
+
+    #[test]
+    fn each_protocol_serves_its_rpc_kind() {
+        let client = |ct| match detect(Some(ct)) {
+            Detected::Served(c) => c,
+            _ => panic!(),
+        };
+        assert!(client("application/json").wire.serves(false));
+        assert!(!client("application/json").wire.serves(true));
+        assert!(client("application/connect+proto").wire.serves(true));
+        assert!(!client("application/connect+proto").wire.serves(false));
+        assert!(client("application/grpc").wire.serves(true));
+        assert!(client("application/grpc").wire.serves(false));
     }
 }

@@ -1,1 +1,0 @@
-//! S2 (klauspost/compress) stream format: written by the S2 helper.

@@ -1,0 +1,624 @@
+//! The response side of a call: how the upstream's answer goes out (from its status
+//! and media type), and the unary conversions: the shim's success → the client's
+//! codec, framing and compression; the shim's Connect errors, foreign answers and
+//! lost pins → the client's error shape.
+
+use ferry_compress::Encoding;
+
+use super::stream::StreamConverter;
+use super::ResponseHeadersStep;
+use super::{BodyEdit, Call, Reset, ResponseBodyStep, ResponseEdit, ResponseHead};
+use crate::affinity;
+use crate::codec::json::ToJsonError;
+use crate::compression;
+use crate::config::Config;
+use crate::envelope::{self, COMPRESSED, HEADER_LEN};
+use crate::errors::{Code, Rejection};
+use crate::http::HeaderEdits;
+use crate::limits::{content_length, Limits};
+use crate::lost;
+use crate::protocol::{self, connect, connect_stream, Client, Codec};
+use crate::rpc::Rpc;
+
+/// How many bytes of a non-RPC error body are quoted in the error message.
+pub(super) const QUOTED_BODY_BYTES: usize = 200;
+
+pub(super) enum ResponseFlow {
+    /// No response headers yet, or nothing more to do.
+    Idle,
+    /// The answer goes out untouched.
+    Pass,
+    /// The body is buffered and converted at its end; `status` is the upstream's.
+    /// `overflowed`: the body outgrew the limit and is being discarded. `held`: the
+    /// response headers wait for the end too (a Connect unary answer that may be
+    /// compressed names its encoding in them).
+    Convert {
+        kind: Conversion,
+        status: u16,
+        overflowed: bool,
+        held: bool,
+    },
+    /// The shim's stream, converted chunk by chunk as it arrives.
+    Stream(Box<StreamConverter>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Conversion {
+    /// The shim's unary success (200, `application/proto`) → the client's codec,
+    /// framing and compression.
+    Success,
+    /// The shim's Connect error → the client's error.
+    ConnectError,
+    /// Any other answer → an error made from its HTTP status.
+    HttpError,
+    /// Envoy's own "no upstream" answer to a pinned request: the holding shim is gone.
+    Lost,
+}
+
+impl Call {
+    pub(super) fn on_response_headers(
+        &mut self,
+        head: &ResponseHead,
+        end_of_stream: bool,
+        settings: &Config,
+    ) -> ResponseHeadersStep {
+        let limits = settings.limits;
+        let status = head
+            .status
+            .as_deref()
+            .and_then(|s| s.trim().parse::<u16>().ok())
+            .unwrap_or(0);
+        let media = head
+            .content_type
+            .as_deref()
+            .map(protocol::media_type)
+            .unwrap_or_default();
+        let client = self.client;
+        let declared = content_length(head.content_length.as_deref());
+        let lost = self.pinned
+            && affinity::is_lost(
+                status,
+                head.shim_instance.as_deref(),
+                head.grpc_status.as_deref(),
+            );
+        let flow = if lost {
+            convert(Conversion::Lost, status, false)
+        } else {
+            self.response_flow(status, media, declared, settings)
+        };
+        if let Some(declared) = declared {
+            if let Err(rejection) = limits.check_response(declared) {
+                if !lost {
+                    return ResponseHeadersStep::Reply(client.reply(&rejection));
+                }
+            }
+        }
+        // Envoy's stateful_session names the upstream in this header: internal.
+        let mut edits = HeaderEdits {
+            set: Vec::new(),
+            remove: vec![affinity::HEADER],
+        };
+        let (kind, held) = match &flow {
+            ResponseFlow::Idle | ResponseFlow::Pass => {
+                self.response = flow;
+                return ResponseHeadersStep::Forward(edits);
+            }
+            ResponseFlow::Stream(_) => {
+                edits
+                    .set
+                    .push(("content-type", client.media_type.to_owned()));
+                self.name_encoding(&mut edits);
+                edits.remove.push("content-length");
+                self.response = flow;
+                return ResponseHeadersStep::Forward(edits);
+            }
+            ResponseFlow::Convert { kind, held, .. } => (*kind, *held),
+        };
+        let connect_lost = lost && self.lost.is_some() && !client.wire.enveloped();
+        // A Connect client with the pinned request's context gets the RPC's own answer.
+        let error = match kind {
+            Conversion::Success => None,
+            Conversion::Lost if connect_lost => None,
+            Conversion::Lost => Some(Code::Aborted),
+            Conversion::HttpError => Some(Code::from_http_status(status)),
+            Conversion::ConnectError => Some(Code::Unknown),
+        };
+        let (new_status, content_type) = client.wire.answer_head(client.media_type, error);
+        if new_status != status {
+            edits.set.push((":status", new_status.to_string()));
+        }
+        edits.set.push(("content-type", content_type.to_owned()));
+        edits.remove.push("content-length");
+        if kind == Conversion::Success && client.wire.enveloped() {
+            self.name_encoding(&mut edits);
+        }
+        if !end_of_stream {
+            self.response = flow;
+            return if held {
+                ResponseHeadersStep::Hold(edits)
+            } else {
+                ResponseHeadersStep::Forward(edits)
+            };
+        }
+        // Headers only: no body callback will come, so the whole answer is decided now.
+        self.response = ResponseFlow::Idle;
+        let converted = if kind == Conversion::Lost {
+            Ok(lost_answer(self.rpc, client, self.lost.as_ref(), limits))
+        } else {
+            self.convert_response(kind, status, false, &[], settings)
+        };
+        match converted {
+            Ok(edit) => headers_only(new_status, edits, edit),
+            Err(Reset(message)) => {
+                ResponseHeadersStep::Reply(client.reply(&Rejection::new(Code::Internal, message)))
+            }
+        }
+    }
+
+    /// How the answer goes out, from its status and media type.
+    fn response_flow(
+        &self,
+        status: u16,
+        media: &str,
+        declared: Option<usize>,
+        settings: &Config,
+    ) -> ResponseFlow {
+        let is = |m: &str| media.eq_ignore_ascii_case(m);
+        let wire = self.client.wire;
+        let shim_unary = status == 200 && is(connect::PROTO) && !self.rpc.streaming;
+        let shim_stream = status == 200 && is(connect_stream::PROTO) && self.rpc.streaming;
+        let connect_error = status != 200 && is(connect::JSON);
+        let grpc_answer = media
+            .get(..16)
+            .is_some_and(|p| p.eq_ignore_ascii_case("application/grpc"));
+        if shim_stream {
+            return ResponseFlow::Stream(Box::new(StreamConverter::new(settings.limits)));
+        }
+        if shim_unary && wire.enveloped() {
+            return convert(Conversion::Success, status, false);
+        }
+        if shim_unary {
+            // Connect unary names its encoding in the headers: they wait for the body
+            // when it may be compressed.
+            let small = declared.is_some_and(|n| n < settings.compression.min_bytes);
+            let may_compress = self.answer_encoding != Encoding::Identity && !small;
+            return match (self.client.is_canonical(), may_compress) {
+                (true, false) => ResponseFlow::Pass,
+                (_, held) => convert(Conversion::Success, status, held),
+            };
+        }
+        if connect_error && wire.speaks_connect_errors() {
+            return ResponseFlow::Pass;
+        }
+        if connect_error {
+            return convert(Conversion::ConnectError, status, false);
+        }
+        // Already a gRPC answer: Envoy's local replies to gRPC requests are trailers-only.
+        if grpc_answer && wire.speaks_grpc() {
+            return ResponseFlow::Pass;
+        }
+        convert(Conversion::HttpError, status, false)
+    }
+
+    /// Names the answer's message encoding in its headers (enveloped protocols: each
+    /// message then says whether it is compressed).
+    fn name_encoding(&self, edits: &mut HeaderEdits) {
+        if self.answer_encoding != Encoding::Identity {
+            let header = self.client.wire.encoding_headers().content;
+            edits
+                .set
+                .push((header, self.answer_encoding.name().to_owned()));
+        }
+    }
+
+    pub(super) fn on_response_body(
+        &mut self,
+        body_size: usize,
+        end_of_stream: bool,
+        settings: &Config,
+    ) -> ResponseBodyStep {
+        let limits = settings.limits;
+        let client = self.client;
+        let (kind, status, overflowed, held) = match &mut self.response {
+            ResponseFlow::Idle | ResponseFlow::Pass => return ResponseBodyStep::Continue,
+            ResponseFlow::Stream(stream) => {
+                stream.at_end = end_of_stream;
+                return ResponseBodyStep::Read(body_size);
+            }
+            ResponseFlow::Convert {
+                kind,
+                status,
+                overflowed,
+                held,
+            } => (*kind, *status, overflowed, *held),
+        };
+        if kind == Conversion::Lost {
+            // The answer does not depend on Envoy's body: drop it, answer at its end.
+            if !end_of_stream {
+                return ResponseBodyStep::Discard;
+            }
+            self.response = ResponseFlow::Idle;
+            return ResponseBodyStep::Finish(lost_answer(
+                self.rpc,
+                client,
+                self.lost.as_ref(),
+                limits,
+            ));
+        }
+        if !*overflowed {
+            if let Err(rejection) = limits.check_response(body_size) {
+                if held {
+                    // Its headers have not gone out: the whole answer can still change.
+                    return ResponseBodyStep::Reply(client.reply(&rejection));
+                }
+                if kind == Conversion::Success && !client.wire.late_errors() {
+                    // A 200 is out; only a success body may follow, and it is too large.
+                    return ResponseBodyStep::Reset(rejection.message);
+                }
+                // The rest of the answer no longer depends on the body.
+                *overflowed = true;
+            }
+        }
+        if *overflowed {
+            if !end_of_stream {
+                return ResponseBodyStep::Discard;
+            }
+            self.response = ResponseFlow::Idle;
+            return ResponseBodyStep::Finish(overflowed_answer(client, status, limits));
+        }
+        if !end_of_stream {
+            return ResponseBodyStep::Wait;
+        }
+        if kind == Conversion::Success {
+            if let Some(edit) = self.prepend_only(body_size, settings) {
+                self.response = ResponseFlow::Idle;
+                return ResponseBodyStep::Finish(edit);
+            }
+        }
+        ResponseBodyStep::Read(if kind == Conversion::HttpError {
+            body_size.min(QUOTED_BODY_BYTES)
+        } else {
+            body_size
+        })
+    }
+
+    /// The success of a proto client whose answer is one uncompressed envelope with
+    /// its status in trailers (gRPC): only the envelope header goes in front of the
+    /// shim's body, which never enters the VM. `None` when the answer needs more.
+    fn prepend_only(&self, body_size: usize, settings: &Config) -> Option<ResponseEdit> {
+        let client = self.client;
+        let uncompressed = self.answer_encoding == Encoding::Identity
+            || body_size < settings.compression.min_bytes;
+        if client.codec != Codec::Proto || !client.wire.enveloped() || !uncompressed {
+            return None;
+        }
+        let end = client.wire.end(None);
+        if !end.body.is_empty() {
+            return None;
+        }
+        Some(match envelope::header(0, body_size) {
+            Some(header) => ResponseEdit {
+                headers: HeaderEdits::default(),
+                body: BodyEdit::Prepend(header),
+                trailers: end.trailers,
+            },
+            None => error_edit(
+                client,
+                Code::ResourceExhausted,
+                "response message is too large",
+            ),
+        })
+    }
+
+    pub(super) fn on_response_trailers(&mut self, settings: &Config) -> ResponseBodyStep {
+        let limits = settings.limits;
+        match &mut self.response {
+            ResponseFlow::Convert {
+                kind: Conversion::Lost,
+                ..
+            } => {
+                let edit = lost_answer(self.rpc, self.client, self.lost.as_ref(), limits);
+                self.response = ResponseFlow::Idle;
+                ResponseBodyStep::Finish(edit)
+            }
+            ResponseFlow::Convert {
+                overflowed: true,
+                status,
+                ..
+            } => {
+                let edit = overflowed_answer(self.client, *status, limits);
+                self.response = ResponseFlow::Idle;
+                ResponseBodyStep::Finish(edit)
+            }
+            ResponseFlow::Convert { .. } => ResponseBodyStep::Read(limits.max_response_bytes),
+            // Every chunk went on already: no body is left to write into, only
+            // trailers. gRPC ends there; a Connect stream's end message cannot follow
+            // trailers (the shim never sends any).
+            ResponseFlow::Stream(stream) => {
+                stream.at_end = true;
+                let edit =
+                    stream.convert(&[], self.rpc, self.client, self.answer_encoding, settings);
+                self.response = ResponseFlow::Idle;
+                match edit.body {
+                    BodyEdit::Replace(body) if body.is_empty() => ResponseBodyStep::Finish(ResponseEdit {
+                        body: BodyEdit::Keep,
+                        ..edit
+                    }),
+                    _ => ResponseBodyStep::Reset(
+                        "the shim's stream ended with HTTP trailers; the client's end message cannot follow them".into(),
+                    ),
+                }
+            }
+            ResponseFlow::Idle | ResponseFlow::Pass => ResponseBodyStep::Continue,
+        }
+    }
+
+    pub(super) fn finish_response(
+        &mut self,
+        body: &[u8],
+        settings: &Config,
+    ) -> Result<ResponseEdit, Reset> {
+        match &mut self.response {
+            ResponseFlow::Stream(stream) => {
+                let edit =
+                    stream.convert(body, self.rpc, self.client, self.answer_encoding, settings);
+                if stream.at_end {
+                    self.response = ResponseFlow::Idle;
+                }
+                Ok(edit)
+            }
+            ResponseFlow::Convert {
+                kind, status, held, ..
+            } => {
+                let (kind, status, held) = (*kind, *status, *held);
+                self.response = ResponseFlow::Idle;
+                self.convert_response(kind, status, held, body, settings)
+            }
+            ResponseFlow::Idle | ResponseFlow::Pass => Ok(ResponseEdit::default()),
+        }
+    }
+
+    /// The body (and trailers) that complete a converted answer; `Err` when the answer
+    /// cannot be completed and the stream must be reset.
+    fn convert_response(
+        &self,
+        kind: Conversion,
+        status: u16,
+        held: bool,
+        body: &[u8],
+        settings: &Config,
+    ) -> Result<ResponseEdit, Reset> {
+        let client = self.client;
+        match kind {
+            Conversion::Success => self.success(body, held, settings),
+            Conversion::ConnectError => Ok(match connect::parse_error(body) {
+                Some((code, message)) => error_edit(client, code, &message),
+                None => http_error(client, status, body),
+            }),
+            Conversion::HttpError => Ok(http_error(client, status, body)),
+            Conversion::Lost => Ok(lost_answer(
+                self.rpc,
+                client,
+                self.lost.as_ref(),
+                settings.limits,
+            )),
+        }
+    }
+
+    /// The shim's unary success (one proto message) → the client's message: its
+    /// codec, compressed if that pays, framed if enveloped, then the protocol's end.
+    fn success(&self, body: &[u8], held: bool, settings: &Config) -> Result<ResponseEdit, Reset> {
+        if let Some(edit) = self.prepend_only(body.len(), settings) {
+            return Ok(edit);
+        }
+        let client = self.client;
+        let rpc = self.rpc;
+        let limits = settings.limits;
+        let enveloped = client.wire.enveloped();
+        // Connect unary compresses only when its headers waited to name the encoding.
+        let encoding = if enveloped || held {
+            self.answer_encoding
+        } else {
+            Encoding::Identity
+        };
+        let header_len = if enveloped { HEADER_LEN } else { 0 };
+        // The message is written after room for its envelope header: one copy.
+        let mut out = vec![0; header_len];
+        match client.codec {
+            Codec::Proto => out.extend_from_slice(body),
+            Codec::Json => {
+                let max_len = limits.max_response_bytes.saturating_add(header_len);
+                if let Err(e) = (rpc.response_to_json)(body, &mut out, max_len) {
+                    let (code, message) = json_failure(rpc, e, limits);
+                    // gRPC and streams can still say so at their end; so can a held
+                    // Connect answer; a Connect 200 that is out cannot.
+                    return if held {
+                        Ok(held_error(client, code, &message))
+                    } else if client.wire.late_errors() {
+                        Ok(error_edit(client, code, &message))
+                    } else {
+                        Err(Reset(message))
+                    };
+                }
+            }
+        }
+        let mut compressed = Vec::new();
+        let message = out.get(header_len..).unwrap_or_default();
+        let used = compression::compress(&settings.compression, encoding, message, &mut compressed);
+        let mut headers = HeaderEdits::default();
+        let end = client.wire.end(None);
+        let body = if enveloped {
+            let (flags, message) = if used == Encoding::Identity {
+                (0, out.split_off(header_len))
+            } else {
+                (COMPRESSED, compressed)
+            };
+            let Some(header) = envelope::header(flags, message.len()) else {
+                return Ok(error_edit(
+                    client,
+                    Code::ResourceExhausted,
+                    "response message is too large",
+                ));
+            };
+            // Reuse the room kept in front of an uncompressed message.
+            let mut framed = if flags == 0 {
+                out.clear();
+                out.extend_from_slice(&header);
+                out.extend_from_slice(&message);
+                out
+            } else {
+                let mut framed = Vec::with_capacity(HEADER_LEN + message.len());
+                framed.extend_from_slice(&header);
+                framed.extend_from_slice(&message);
+                framed
+            };
+            framed.extend_from_slice(&end.body);
+            BodyEdit::Replace(framed)
+        } else if used != Encoding::Identity {
+            headers.set.push((
+                client.wire.encoding_headers().content,
+                used.name().to_owned(),
+            ));
+            BodyEdit::Replace(compressed)
+        } else if client.codec == Codec::Proto {
+            // The shim's body is the answer as it is.
+            BodyEdit::Keep
+        } else {
+            BodyEdit::Replace(out)
+        };
+        Ok(ResponseEdit {
+            headers,
+            body,
+            trailers: end.trailers,
+        })
+    }
+}
+
+fn convert(kind: Conversion, status: u16, held: bool) -> ResponseFlow {
+    ResponseFlow::Convert {
+        kind,
+        status,
+        overflowed: false,
+        held,
+    }
+}
+
+/// The code and message for a response that could not be written as JSON.
+pub(super) fn json_failure(rpc: &Rpc, e: ToJsonError, limits: Limits) -> (Code, String) {
+    match e {
+        ToJsonError::Invalid(e) => (
+            Code::Internal,
+            format!("the shim's {} response is not valid: {e}", rpc.name),
+        ),
+        // Protojson outgrows the proto (base64): a message under the limit can
+        // convert to JSON over it. Envoy resets a stream whose body is replaced
+        // past its buffer limit from inside the callback, which the VM cannot
+        // survive, so the JSON is capped while it is written.
+        ToJsonError::TooLarge => (
+            Code::ResourceExhausted,
+            format!(
+                "the answer converted to JSON is over the {}-byte response limit; select fewer rows or columns",
+                limits.max_response_bytes
+            ),
+        ),
+    }
+}
+
+/// The end of an answer whose body outgrew the limit (and was discarded): protocols
+/// with late errors say so at their end; a Connect error made from an HTTP status
+/// stands, unquoted. (A Connect success never gets here: it is reset.)
+fn overflowed_answer(client: Client, status: u16, limits: Limits) -> ResponseEdit {
+    if client.wire.late_errors() {
+        let limit = limits.max_response_bytes;
+        let message = format!("response body is larger than the {limit}-byte limit");
+        error_edit(client, Code::ResourceExhausted, &message)
+    } else {
+        http_error(client, status, b"")
+    }
+}
+
+/// The answer to a pinned request whose shim Envoy could not reach ([`lost`]): for a
+/// Connect unary client with the request's context, the RPC's own answer, as the
+/// shims give it for a lost pin; otherwise `aborted`.
+fn lost_answer(
+    rpc: &Rpc,
+    client: Client,
+    pinned: Option<&lost::Pinned>,
+    limits: Limits,
+) -> ResponseEdit {
+    let fallback = || error_edit(client, Code::Aborted, affinity::LOST);
+    let Some(pinned) = pinned.filter(|_| !client.wire.enveloped()) else {
+        return fallback();
+    };
+    let message = pinned.answer();
+    if client.codec == Codec::Proto {
+        return ResponseEdit::replace(message, Vec::new());
+    }
+    let mut out = Vec::new();
+    match (rpc.response_to_json)(&message, &mut out, limits.max_response_bytes) {
+        Ok(_) => ResponseEdit::replace(out, Vec::new()),
+        Err(_) => fallback(),
+    }
+}
+
+/// An answer that did not come from the shim's RPC layer (e.g. Envoy's `503 no healthy
+/// upstream`): the code follows the HTTP status; the message quotes the body's start.
+fn http_error(client: Client, status: u16, body: &[u8]) -> ResponseEdit {
+    let quoted = String::from_utf8_lossy(body.get(..QUOTED_BODY_BYTES).unwrap_or(body))
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>();
+    let quoted = quoted.trim();
+    let message = if quoted.is_empty() {
+        format!("upstream answered HTTP {status}")
+    } else {
+        format!("upstream answered HTTP {status}: {quoted}")
+    };
+    error_edit(client, Code::from_http_status(status), &message)
+}
+
+/// An error answer whose headers were held: its status and content type change too.
+fn held_error(client: Client, code: Code, message: &str) -> ResponseEdit {
+    let (status, content_type) = client.wire.answer_head(client.media_type, Some(code));
+    let mut edit = error_edit(client, code, message);
+    edit.headers.set = vec![
+        (":status", status.to_string()),
+        ("content-type", content_type.to_owned()),
+    ];
+    edit
+}
+
+/// The body and trailers of an error answer whose headers are already decided.
+pub(super) fn error_edit(client: Client, code: Code, message: &str) -> ResponseEdit {
+    let end = client.wire.end(Some((code, message)));
+    ResponseEdit::replace(end.body, end.trailers)
+}
+
+/// Completes an answer that ended with its headers (no body callback will come).
+/// Without a body, the edits are the answer (gRPC trailers become a trailers-only
+/// answer). With a body and no trailers (Connect), it becomes a whole local reply.
+/// A gRPC message needs a body *and* trailers, which a headers-only answer cannot get:
+/// it becomes a trailers-only `internal` error instead.
+fn headers_only(status: u16, mut edits: HeaderEdits, edit: ResponseEdit) -> ResponseHeadersStep {
+    let body = match edit.body {
+        BodyEdit::Keep => Vec::new(),
+        BodyEdit::Prepend(header) => header.to_vec(),
+        BodyEdit::Replace(body) => body,
+    };
+    edits.set.extend(edit.headers.set);
+    let trailers = if body.is_empty() {
+        edit.trailers
+    } else if edit.trailers.is_empty() {
+        edits.set.retain(|(name, _)| *name != ":status");
+        return ResponseHeadersStep::Reply(crate::http::Reply {
+            status,
+            headers: edits.set,
+            body,
+        });
+    } else {
+        let message = "the shim answered with headers only; an empty message needs a body to be framed for gRPC";
+        crate::protocol::grpc::status(Some(Code::Internal), message)
+    };
+    edits.set.extend(trailers);
+    ResponseHeadersStep::Forward(edits)
+}

@@ -1,0 +1,291 @@
+//! Compression both ways: requests decompressed per protocol (and bombs refused at the
+//! limit), answers compressed when the client accepts it and it pays.
+
+use super::*;
+use crate::envelope::{self, COMPRESSED};
+use ferry_compress::Encoding;
+
+fn compressed(encoding: Encoding, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    ferry_compress::compress(encoding, bytes, &mut out);
+    out
+}
+
+fn enveloped(flags: u8, message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    envelope::write(flags, message, &mut out);
+    out
+}
+
+fn with_encoding(mut h: RequestHead, name: &'static str, value: &str) -> RequestHead {
+    h.encodings.push((name, value.into()));
+    h
+}
+
+fn query_message() -> Vec<u8> {
+    ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn requests_are_decompressed_in_every_protocol_and_codec() {
+    let proto = query_message();
+    let json = br#"{"query":"SELECT 1"}"#;
+    for encoding in [
+        Encoding::Gzip,
+        Encoding::Zstd,
+        Encoding::Snappy,
+        Encoding::S2,
+    ] {
+        let name = encoding.name();
+        // Connect unary: the whole body.
+        let h = with_encoding(head(EXECUTE, "application/json"), "content-encoding", name);
+        assert_eq!(
+            send(&h, &compressed(encoding, json)).unwrap(),
+            proto,
+            "{name}"
+        );
+        let h = with_encoding(head(EXECUTE, "application/proto"), "content-encoding", name);
+        assert_eq!(
+            send(&h, &compressed(encoding, &proto)).unwrap(),
+            proto,
+            "{name}"
+        );
+        // gRPC: the flagged message.
+        let h = with_encoding(head(EXECUTE, "application/grpc"), "grpc-encoding", name);
+        let body = enveloped(COMPRESSED, &compressed(encoding, &proto));
+        assert_eq!(send(&h, &body).unwrap(), proto, "{name}");
+        // An uncompressed message under an encoding is fine too.
+        assert_eq!(send(&h, &enveloped(0, &proto)).unwrap(), proto, "{name}");
+        // Connect streaming: the flagged envelope.
+        let h = with_encoding(
+            head(STREAM_EXECUTE, "application/connect+json"),
+            "connect-content-encoding",
+            name,
+        );
+        let body = enveloped(COMPRESSED, &compressed(encoding, json));
+        assert_eq!(send(&h, &body).unwrap(), proto, "{name}");
+    }
+}
+
+#[test]
+fn an_empty_compressed_body_is_an_empty_message() {
+    // PlanetScale's Go client sends CreateSession as `content-encoding: s2` and no body.
+    let h = with_encoding(
+        head(CREATE_SESSION, "application/proto"),
+        "content-encoding",
+        "s2",
+    );
+    let (mut ex, step) = start(&h);
+    assert!(matches!(step, RequestHeadersStep::Forward(_)));
+    assert_eq!(ex.on_request_body(0, true), RequestBodyStep::Read);
+    assert_eq!(ex.finish_request(Vec::new()).unwrap().as_slice(), b"");
+    let mut ex = exchange(false);
+    assert!(matches!(
+        ex.on_request_headers(&h, true),
+        RequestHeadersStep::Forward(_)
+    ));
+}
+
+#[test]
+fn bombs_are_refused_at_the_request_limit_in_every_codec() {
+    // 1 MiB of zeros: far past the test limit (1000 bytes), a few hundred bytes packed.
+    let zeros = vec![0u8; 1 << 20];
+    for encoding in [
+        Encoding::Gzip,
+        Encoding::Zstd,
+        Encoding::Snappy,
+        Encoding::S2,
+    ] {
+        let bomb = compressed(encoding, &zeros);
+        let name = encoding.name();
+        let h = with_encoding(head(EXECUTE, "application/proto"), "content-encoding", name);
+        let (status, code, message) = connect_error(&send(&h, &bomb).unwrap_err());
+        assert_eq!(
+            (status, code.as_str()),
+            (429, "resource_exhausted"),
+            "{name}"
+        );
+        assert!(message.contains("1000-byte limit"), "{message}");
+        let h = with_encoding(head(EXECUTE, "application/grpc"), "grpc-encoding", name);
+        let (status, message) = grpc_error(&send(&h, &enveloped(COMPRESSED, &bomb)).unwrap_err());
+        assert_eq!(status, 8, "{name}: {message}");
+        // Corrupt data is invalid, not a crash.
+        let (status, _) =
+            grpc_error(&send(&h, &enveloped(COMPRESSED, b"\xff\x00junk")).unwrap_err());
+        assert_eq!(status, 3, "{name}");
+    }
+}
+
+/// An answer of `rows` rows: compressible text, a few KB.
+fn large_answer(rows: usize) -> Vec<u8> {
+    let mut response = execute_response();
+    let result = response.result.as_mut().unwrap();
+    result.rows = (0..rows)
+        .map(|i| {
+            let value = format!("{i}: the quick brown fox jumps over the lazy dog");
+            Row {
+                lengths: vec![value.len() as i64, -1],
+                values: value.into_bytes(),
+            }
+        })
+        .collect();
+    response.encode_to_vec()
+}
+
+/// An exchange whose request (`content_type`, accepting `accept`) has been forwarded,
+/// under a 1 MiB response limit.
+fn compressing(content_type: &str, accept: (&'static str, &str)) -> Exchange {
+    let mut ex = Exchange::new(std::rc::Rc::new(Config {
+        limits: Limits {
+            max_request_bytes: 1000,
+            max_response_bytes: 1 << 20,
+        },
+        ..Config::default()
+    }));
+    let step = ex.on_request_headers(
+        &with_encoding(head(EXECUTE, content_type), accept.0, accept.1),
+        false,
+    );
+    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    if content_type != "application/proto" {
+        let body: &[u8] = match content_type {
+            "application/json" => b"{}",
+            _ => &[0, 0, 0, 0, 0],
+        };
+        assert_eq!(ex.on_request_body(body.len(), true), RequestBodyStep::Read);
+        ex.finish_request(body.to_vec()).unwrap();
+    }
+    ex
+}
+
+#[test]
+fn grpc_answers_are_compressed_per_message_when_it_pays() {
+    let answer = large_answer(25);
+    assert!(answer.len() > 1024, "{}", answer.len());
+    let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "gzip, s2"));
+    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
+    // Our preference (zstd, s2, snappy, gzip) among what the client accepts.
+    assert_eq!(edits.get("grpc-encoding"), Some("s2"));
+    let body = replaced(&edit);
+    let (flags, range) = envelope::single(body, "gRPC").unwrap();
+    assert_eq!(flags, COMPRESSED);
+    let mut plain = Vec::new();
+    ferry_compress::decompress(Encoding::S2, &body[range], 1 << 20, &mut plain).unwrap();
+    assert_eq!(plain, answer);
+    assert_eq!(edit.trailers, ok_trailers());
+
+    // A small answer goes uncompressed (flag 0) under the same header.
+    let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "gzip"));
+    let small = execute_response().encode_to_vec();
+    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &small);
+    assert_eq!(edits.get("grpc-encoding"), Some("gzip"));
+    let mut framed = envelope::header(0, small.len()).unwrap().to_vec();
+    framed.extend_from_slice(&small);
+    assert_eq!(
+        edit.body,
+        BodyEdit::Prepend(envelope::header(0, small.len()).unwrap())
+    );
+}
+
+#[test]
+fn incompressible_answers_go_as_identity() {
+    // Random bytes in a row: nothing to gain, so the message is sent as it is.
+    let mut message = execute_response();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..1500)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        })
+        .collect();
+    message.result.as_mut().unwrap().rows = vec![Row {
+        lengths: vec![noise.len() as i64, -1],
+        values: noise,
+    }];
+    let answer = message.encode_to_vec();
+    let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "zstd"));
+    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
+    assert_eq!(edits.get("grpc-encoding"), Some("zstd"));
+    let body = replaced(&edit);
+    assert_eq!(body[0], 0, "sent uncompressed");
+    assert_eq!(&body[5..], answer.as_slice());
+}
+
+#[test]
+fn connect_unary_answers_hold_their_headers_to_name_the_encoding() {
+    let answer = large_answer(25);
+    for (content_type, codec) in [("application/proto", "proto"), ("application/json", "json")] {
+        let mut ex = compressing(content_type, ("accept-encoding", "gzip;q=0.5, zstd"));
+        let step = ex.on_response_headers(&response("200", "application/proto"), false);
+        let ResponseHeadersStep::Hold(edits) = step else {
+            panic!("{codec}: {step:?}")
+        };
+        assert_eq!(edits.get("content-type"), Some(content_type));
+        assert_eq!(edits.get("content-encoding"), None);
+        assert_eq!(
+            ex.on_response_body(answer.len(), false),
+            ResponseBodyStep::Wait
+        );
+        let ResponseBodyStep::Read(n) = ex.on_response_body(answer.len(), true) else {
+            panic!()
+        };
+        let edit = ex.finish_response(&answer[..n]).unwrap();
+        assert_eq!(
+            edit.headers.get("content-encoding"),
+            Some("zstd"),
+            "{codec}"
+        );
+        let mut plain = Vec::new();
+        ferry_compress::decompress(Encoding::Zstd, replaced(&edit), 1 << 20, &mut plain).unwrap();
+        if codec == "proto" {
+            assert_eq!(plain, answer);
+        } else {
+            let json = json_of(&plain);
+            assert_eq!(json["result"]["rows"].as_array().unwrap().len(), 25);
+        }
+    }
+    // Small (declared) answers and clients that accept nothing we have pass untouched.
+    let mut ex = compressing("application/proto", ("accept-encoding", "zstd"));
+    let mut small = response("200", "application/proto");
+    small.content_length = Some("100".into());
+    assert_eq!(
+        ex.on_response_headers(&small, false),
+        ResponseHeadersStep::Forward(stripped())
+    );
+    let mut ex = compressing("application/proto", ("accept-encoding", "br, deflate"));
+    assert_eq!(
+        ex.on_response_headers(&response("200", "application/proto"), false),
+        ResponseHeadersStep::Forward(stripped())
+    );
+}
+
+#[test]
+fn a_held_connect_answer_that_does_not_pay_keeps_its_body() {
+    let mut ex = compressing("application/proto", ("accept-encoding", "s2"));
+    let answer = execute_response().encode_to_vec(); // under min_bytes once read
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert!(matches!(step, ResponseHeadersStep::Hold(_)));
+    let ResponseBodyStep::Read(n) = ex.on_response_body(answer.len(), true) else {
+        panic!()
+    };
+    let edit = ex.finish_response(&answer[..n]).unwrap();
+    assert_eq!(edit.body, BodyEdit::Keep);
+    assert!(edit.headers.is_empty());
+}
+
+#[test]
+fn an_oversized_held_answer_is_replaced_whole() {
+    let mut ex = compressing("application/json", ("accept-encoding", "gzip"));
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert!(matches!(step, ResponseHeadersStep::Hold(_)));
+    let ResponseBodyStep::Reply(reply) = ex.on_response_body((1 << 20) + 1, false) else {
+        panic!()
+    };
+    assert_eq!(connect_error(&reply).1, "resource_exhausted");
+}

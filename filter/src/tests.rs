@@ -1,0 +1,847 @@
+//! The filter (lib.rs's `Filter`, the adapter and the real `Exchange`) driven over
+//! the mock host with real requests and answers, callback by callback as Envoy
+//! delivers them. Every test also checks that no call broke a phase rule.
+
+use std::rc::Rc;
+
+use prost::Message;
+use proxy_wasm::types::{Action, Status};
+
+use ferry_filter_core::config::Config;
+use ferry_filter_core::exchange::Exchange;
+use ferry_filter_core::limits::Limits;
+use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, ExecuteRequest, ExecuteResponse, Session};
+use ferry_proto::vitess::query::{Field, QueryResult, Row, Type};
+
+use crate::host::{Body, Map, WHOLE_BODY};
+use crate::mock_host::{Call, MockHost, Phase, Stream};
+
+const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";
+const STREAM_EXECUTE: &str = "/psdb.v1alpha1.Database/StreamExecute";
+const CLOSE_SESSION: &str = "/psdb.v1alpha1.Database/CloseSession";
+/// `user:pass`
+const AUTH: &str = "Basic dXNlcjpwYXNz";
+/// `x-ferry-host` for the shim at 127.0.0.1:18084.
+const HOLDER_B64: &str = "MTI3LjAuMC4xOjE4MDg0";
+
+fn limits() -> Limits {
+    Limits {
+        max_request_bytes: 1000,
+        max_response_bytes: 2000,
+    }
+}
+
+fn stream_with(limits: Limits, session_affinity: bool) -> Stream {
+    Stream::new(Exchange::new(Rc::new(Config {
+        limits,
+        session_affinity,
+        ..Config::default()
+    })))
+}
+
+fn stream() -> Stream {
+    stream_with(limits(), false)
+}
+
+fn affine_stream() -> Stream {
+    stream_with(limits(), true)
+}
+
+fn post<'a>(path: &'a str, content_type: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        (":method", "POST"),
+        (":path", path),
+        (":authority", "gateway.example"),
+        ("content-type", content_type),
+        ("authorization", AUTH),
+    ]
+}
+
+/// The shim's success headers for a body of `len` bytes (`len` as text).
+fn shim_ok(len: &str) -> Vec<(&str, &str)> {
+    vec![
+        (":status", "200"),
+        ("content-type", "application/proto"),
+        ("content-length", len),
+        ("ferry-shim-instance", "0123456789abcdef"),
+        ("x-ferry-host", HOLDER_B64),
+    ]
+}
+
+/// One envelope (gRPC frame, Connect streaming envelope): flags, length, message.
+fn envelope(flags: u8, message: &[u8]) -> Vec<u8> {
+    let mut body = vec![flags];
+    body.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+    body.extend_from_slice(message);
+    body
+}
+
+fn framed(message: &[u8]) -> Vec<u8> {
+    envelope(0, message)
+}
+
+fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+fn execute_response() -> ExecuteResponse {
+    ExecuteResponse {
+        session: Some(Session {
+            signature: b"sig".to_vec(),
+            vitess_session: None,
+        }),
+        result: Some(QueryResult {
+            fields: vec![Field {
+                name: "id".into(),
+                r#type: Type::Int64 as i32,
+                ..Default::default()
+            }],
+            rows_affected: 3,
+            rows: vec![Row {
+                lengths: vec![1],
+                values: b"1".to_vec(),
+            }],
+            ..Default::default()
+        }),
+        error: None,
+        timing: 0.25,
+    }
+}
+
+/// A session the shim at `holder` sealed as pinned (`shim/src/seal.rs`'s layout;
+/// the MAC is not checked by the filter).
+fn pinned_session(holder: &str) -> Session {
+    let mut signature = vec![1u8];
+    signature.extend_from_slice(&[7; 4 + 16 + 8 + 16 + 8]);
+    signature.push(1);
+    signature.push(u8::try_from(holder.len()).unwrap());
+    signature.extend_from_slice(holder.as_bytes());
+    signature.extend_from_slice(&[9; 32]);
+    Session {
+        signature,
+        vitess_session: None,
+    }
+}
+
+fn pinned_execute() -> Vec<u8> {
+    ExecuteRequest {
+        session: Some(pinned_session("127.0.0.1:18084")),
+        query: "INSERT INTO t VALUES (1)".into(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// The body writes made, with their phase.
+fn body_writes(host: &MockHost) -> Vec<(Phase, &Call)> {
+    host.calls
+        .iter()
+        .filter(|(_, call)| matches!(call, Call::SetBody { .. }))
+        .map(|(phase, call)| (*phase, call))
+        .collect()
+}
+
+fn reads_of(host: &MockHost, which: Body) -> usize {
+    host.calls
+        .iter()
+        .filter(|(_, call)| matches!(call, Call::Body { body, .. } if *body == which))
+        .count()
+}
+
+// ----- requests -----
+
+#[test]
+fn connect_json_unary_is_rewritten_to_proto_at_its_end_and_its_answer_to_json() {
+    let mut s = stream();
+    let body = br#"{"query":"SELECT 1","session":null}"#;
+    let len = body.len().to_string();
+    let mut headers = post(EXECUTE, "application/json");
+    headers.extend([
+        ("content-length", len.as_str()),
+        ("accept-encoding", "gzip"),
+        ("x-ferry-host", "c3Bvb2Zt"),
+    ]);
+    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    let upstream = &s.host().request;
+    assert_eq!(
+        upstream.sent_header("content-type"),
+        Some("application/proto")
+    );
+    assert_eq!(upstream.sent_header("x-ferry-rpc"), Some("Execute"));
+    assert_eq!(
+        upstream.sent_header("x-ferry-protocol"),
+        Some("connect-json")
+    );
+    assert_eq!(upstream.sent_header("authorization"), Some(AUTH));
+    for removed in ["content-length", "accept-encoding", "x-ferry-host"] {
+        assert_eq!(upstream.sent_header(removed), None, "{removed}");
+    }
+
+    // Buffered (paused) until its end, then replaced whole and forwarded.
+    let (start, rest) = body.split_at(12);
+    assert_eq!(s.request_body(start, false), Action::Pause);
+    assert!(s.host().request.sent_body.is_empty());
+    assert_eq!(s.request_body(rest, true), Action::Continue);
+    let upstream = &s.host().request;
+    assert!(upstream.ended);
+    let request = ExecuteRequest::decode(upstream.sent_body.as_slice()).unwrap();
+    assert_eq!(request.query, "SELECT 1");
+    let writes = body_writes(s.host());
+    assert!(
+        matches!(
+            writes.as_slice(),
+            [(Phase::RequestBody { end_of_stream: true }, Call::SetBody { body: Body::Request, start: 0, size, .. })]
+                if *size == body.len()
+        ),
+        "{writes:?}"
+    );
+
+    // The shim's proto answer becomes protojson at its end.
+    let answer = execute_response().encode_to_vec();
+    let len = answer.len().to_string();
+    assert_eq!(s.response_headers(&shim_ok(&len), false), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_header(":status"), Some("200"));
+    assert_eq!(
+        downstream.sent_header("content-type"),
+        Some("application/json")
+    );
+    assert_eq!(downstream.sent_header("content-length"), None);
+    assert_eq!(downstream.sent_header("x-ferry-host"), None, "internal");
+    let (start, rest) = answer.split_at(7);
+    assert_eq!(s.response_body(start, false), Action::Pause);
+    assert_eq!(s.response_body(rest, true), Action::Continue);
+    let downstream = &s.host().response;
+    let answer: ExecuteResponse = serde_json::from_slice(&downstream.sent_body).unwrap();
+    assert_eq!(answer, execute_response());
+    assert_eq!(downstream.sent_trailers, None);
+    assert!(downstream.ended);
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_grpc_request_loses_its_frame_and_its_proto_answer_gets_one_with_trailers() {
+    let mut s = stream();
+    let message = ExecuteRequest {
+        query: "SELECT 2".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut headers = post(EXECUTE, "application/grpc");
+    headers.push(("te", "trailers"));
+    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    assert_eq!(s.host().request.sent_header("te"), None);
+    assert_eq!(
+        s.host().request.sent_header("x-ferry-protocol"),
+        Some("grpc-proto")
+    );
+    assert_eq!(s.request_body(&framed(&message), true), Action::Continue);
+    assert_eq!(s.host().request.sent_body, message);
+
+    let answer = execute_response().encode_to_vec();
+    let len = answer.len().to_string();
+    assert_eq!(s.response_headers(&shim_ok(&len), false), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(
+        downstream.sent_header("content-type"),
+        Some("application/grpc")
+    );
+    assert_eq!(downstream.sent_header("content-length"), None);
+    let (start, rest) = answer.split_at(10);
+    assert_eq!(s.response_body(start, false), Action::Pause);
+    assert_eq!(s.response_body(rest, true), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_body, framed(&answer));
+    assert_eq!(
+        downstream.sent_trailers,
+        Some(vec![("grpc-status".into(), "0".into())])
+    );
+    // Only the 5-byte header went in; the message never entered the VM.
+    assert_eq!(reads_of(s.host(), Body::Response), 0);
+    let writes = body_writes(s.host());
+    assert!(matches!(
+        writes.last(),
+        Some((
+            Phase::ResponseBody { end_of_stream: true },
+            Call::SetBody { body: Body::Response, start: 0, size: 0, bytes }
+        )) if bytes.len() == 5
+    ));
+    let trailer_adds = s.host().calls_in(|p| {
+        p == Phase::ResponseBody {
+            end_of_stream: true,
+        }
+    });
+    assert!(trailer_adds.iter().any(|call| matches!(
+        call,
+        Call::AddHeader {
+            map: Map::ResponseTrailers,
+            ..
+        }
+    )));
+    s.assert_no_violations();
+}
+
+#[test]
+fn upstream_trailers_end_a_converted_answer() {
+    let mut s = stream();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Continue
+    );
+    assert_eq!(
+        s.request_body(br#"{"query":"SELECT 1"}"#, false),
+        Action::Pause
+    );
+    // Request trailers end the buffered body: read and replaced from the trailers callback.
+    assert_eq!(s.request_trailers(&[("x-trailer", "1")]), Action::Continue);
+    let upstream = &s.host().request;
+    assert_eq!(
+        ExecuteRequest::decode(upstream.sent_body.as_slice())
+            .unwrap()
+            .query,
+        "SELECT 1"
+    );
+    assert_eq!(
+        upstream.sent_trailers,
+        Some(vec![("x-trailer".into(), "1".into())])
+    );
+
+    let answer = execute_response().encode_to_vec();
+    let len = answer.len().to_string();
+    assert_eq!(s.response_headers(&shim_ok(&len), false), Action::Continue);
+    assert_eq!(s.response_body(&answer, false), Action::Pause);
+    assert_eq!(s.response_trailers(&[]), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(json(&downstream.sent_body)["result"]["rowsAffected"], "3");
+    // The size is unknown in a trailers callback: the body is replaced whole.
+    assert!(matches!(
+        body_writes(s.host()).last(),
+        Some((
+            Phase::ResponseTrailers,
+            Call::SetBody {
+                size: WHOLE_BODY,
+                ..
+            }
+        ))
+    ));
+    s.assert_no_violations();
+}
+
+#[test]
+fn an_unknown_content_type_is_answered_415_from_the_headers_callback() {
+    let mut s = stream();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "text/plain"), false),
+        Action::Pause
+    );
+    let reply = s.host().local_reply.clone().unwrap();
+    assert_eq!(reply.status, 415);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert!(reply.header("accept-post").is_some());
+    assert_eq!(json(&reply.body)["code"], "invalid_argument");
+    assert_eq!(s.host().request.sent_headers, None, "nothing went upstream");
+    assert!(matches!(
+        s.host().calls.last(),
+        Some((Phase::RequestHeaders { .. }, Call::SendReply(_)))
+    ));
+
+    // The reply goes out through the filter's response callbacks, untouched.
+    let before = s.host().calls.len();
+    assert_eq!(
+        s.local_reply_goes_out(),
+        (Action::Continue, Some(Action::Continue))
+    );
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_header(":status"), Some("415"));
+    assert_eq!(
+        downstream.sent_header("content-type"),
+        Some("application/json")
+    );
+    assert_eq!(downstream.sent_body, reply.body);
+    let later = &s.host().calls[before..];
+    assert!(
+        later
+            .iter()
+            .all(|(_, call)| matches!(call, Call::Header { .. })),
+        "only reads: {later:?}"
+    );
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_connect_get_gets_its_message_as_the_body_envoy_opened() {
+    let mut s = stream();
+    let path =
+        format!("{EXECUTE}?connect=v1&encoding=json&message=%7B%22query%22%3A%22SELECT+1%22%7D");
+    let headers = [
+        (":method", "GET"),
+        (":path", path.as_str()),
+        ("authorization", AUTH),
+    ];
+    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    let upstream = &s.host().request;
+    assert_eq!(upstream.sent_header(":method"), Some("POST"));
+    assert_eq!(upstream.sent_header(":path"), Some(EXECUTE));
+    // The Lua filter's empty body: the message is prepended to it.
+    assert_eq!(s.request_body(b"", true), Action::Continue);
+    let upstream = &s.host().request;
+    let request = ExecuteRequest::decode(upstream.sent_body.as_slice()).unwrap();
+    assert_eq!(request.query, "SELECT 1");
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_grpc_stream_is_converted_chunk_by_chunk_as_it_goes() {
+    let mut s = stream_with(roomy(), false);
+    assert_eq!(
+        s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
+        Action::Continue
+    );
+    let request = ExecuteRequest {
+        query: "SELECT * FROM t".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.request_body(&framed(&request.encode_to_vec()), true),
+        Action::Continue
+    );
+    // The shim's Connect stream: three messages, then its end message.
+    let messages: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            let mut m = execute_response();
+            m.timing = f64::from(i);
+            m.encode_to_vec()
+        })
+        .collect();
+    let mut shim = Vec::new();
+    for m in &messages {
+        shim.extend(envelope(0, m));
+    }
+    shim.extend(envelope(2, b"{}"));
+    let headers = [
+        (":status", "200"),
+        ("content-type", "application/connect+proto"),
+        ("ferry-shim-instance", "0123456789abcdef"),
+    ];
+    assert_eq!(s.response_headers(&headers, false), Action::Continue);
+    assert_eq!(
+        s.host().response.sent_header("content-type"),
+        Some("application/grpc")
+    );
+    let chunks: Vec<&[u8]> = shim.chunks(7).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let last = i + 1 == chunks.len();
+        assert_eq!(s.response_body(chunk, last), Action::Continue, "chunk {i}");
+    }
+    let downstream = &s.host().response;
+    let want: Vec<u8> = messages.iter().flat_map(|m| framed(m)).collect();
+    assert_eq!(downstream.sent_body, want);
+    assert_eq!(downstream.sent_trailer("grpc-status"), Some("0"));
+    // Each chunk was read and replaced in its own callback; nothing was buffered.
+    assert_eq!(reads_of(s.host(), Body::Response), chunks.len());
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_stream_ended_by_upstream_trailers_gets_its_end_there() {
+    let mut s = stream_with(roomy(), false);
+    assert_eq!(
+        s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
+    let headers = [
+        (":status", "200"),
+        ("content-type", "application/connect+proto"),
+        ("ferry-shim-instance", "0123456789abcdef"),
+    ];
+    assert_eq!(s.response_headers(&headers, false), Action::Continue);
+    let message = execute_response().encode_to_vec();
+    let mut shim = envelope(0, &message);
+    shim.extend(envelope(2, b"{}"));
+    assert_eq!(s.response_body(&shim, false), Action::Continue);
+    assert_eq!(s.response_trailers(&[]), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_body, framed(&message));
+    assert_eq!(downstream.sent_trailer("grpc-status"), Some("0"));
+    s.assert_no_violations();
+}
+
+// ----- session affinity -----
+
+/// A pinned Connect proto `Execute`, held and routed; its body.
+fn held_and_routed(s: &mut Stream) -> Vec<u8> {
+    let body = pinned_execute();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/proto"), false),
+        Action::Pause,
+        "held"
+    );
+    assert_eq!(s.host().request.sent_headers, None);
+    let (start, rest) = body.split_at(body.len() / 2);
+    assert_eq!(s.request_body(start, false), Action::Pause);
+    assert_eq!(s.host().request.sent_headers, None, "still held");
+    assert_eq!(s.request_body(rest, true), Action::Continue);
+    body
+}
+
+#[test]
+fn a_held_request_pauses_its_headers_and_continues_once_routed() {
+    let mut s = affine_stream();
+    let body = held_and_routed(&mut s);
+    let upstream = &s.host().request;
+    assert_eq!(upstream.sent_header("x-ferry-host"), Some(HOLDER_B64));
+    assert_eq!(
+        upstream.sent_header("x-ferry-protocol"),
+        Some("connect-proto")
+    );
+    assert_eq!(upstream.sent_body, body, "forwarded untouched");
+    // The session was read through windows of the host's buffer; nothing was written.
+    assert!(reads_of(s.host(), Body::Request) > 0);
+    assert!(body_writes(s.host()).is_empty());
+    assert!(s
+        .host()
+        .calls_in(|p| p
+            == Phase::RequestBody {
+                end_of_stream: true
+            })
+        .contains(&&Call::SetHeader {
+            map: Map::RequestHeaders,
+            name: "x-ferry-host".into(),
+            value: HOLDER_B64.into(),
+        }));
+
+    // JSON: rewritten, then routed from the canonical body, in the same callback.
+    let mut s = affine_stream();
+    let close = serde_json::to_vec(&CloseSessionRequest {
+        session: Some(pinned_session("127.0.0.1:18084")),
+    })
+    .unwrap();
+    assert_eq!(
+        s.request_headers(&post(CLOSE_SESSION, "application/json"), false),
+        Action::Pause
+    );
+    assert_eq!(s.request_body(&close, true), Action::Continue);
+    let upstream = &s.host().request;
+    assert_eq!(upstream.sent_header("x-ferry-host"), Some(HOLDER_B64));
+    assert_eq!(
+        CloseSessionRequest::decode(upstream.sent_body.as_slice()).unwrap(),
+        CloseSessionRequest {
+            session: Some(pinned_session("127.0.0.1:18084"))
+        }
+    );
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_lost_pin_is_answered_from_the_body_callback() {
+    let mut s = affine_stream();
+    held_and_routed(&mut s);
+    // Envoy's own 503: the shim holding the session is gone.
+    let headers = [
+        (":status", "503"),
+        ("content-type", "text/plain"),
+        ("content-length", "19"),
+    ];
+    assert_eq!(s.response_headers(&headers, false), Action::Continue);
+    assert_eq!(s.host().response.sent_header(":status"), Some("200"));
+    assert_eq!(
+        s.response_body(b"no healthy upstream", true),
+        Action::Continue
+    );
+    let answer = ExecuteResponse::decode(s.host().response.sent_body.as_slice()).unwrap();
+    assert_eq!(answer.error.unwrap().code, 10, "ABORTED");
+    assert_eq!(
+        answer.session.unwrap(),
+        pinned_session("127.0.0.1:18084"),
+        "the session the client sent"
+    );
+    s.assert_no_violations();
+}
+
+// ----- answers that cannot be completed -----
+
+#[test]
+fn a_connect_answer_that_cannot_be_completed_is_reset() {
+    // Malformed protobuf from the shim: read at the end, then reset.
+    let mut s = stream();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(b"{}", true), Action::Continue);
+    assert_eq!(s.response_headers(&shim_ok("2"), false), Action::Continue);
+    assert_eq!(s.response_body(&[0x12, 0x05], true), Action::Pause);
+    assert!(s.host().reset);
+    assert!(matches!(
+        s.host().calls.last(),
+        Some((
+            Phase::ResponseBody {
+                end_of_stream: true
+            },
+            Call::ResetResponse
+        ))
+    ));
+    assert!(s.host().response.sent_body.is_empty());
+    s.assert_no_violations();
+
+    // Oversized while streaming in (its 200 is out): reset before the end.
+    let mut s = stream();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(b"{}", true), Action::Continue);
+    assert_eq!(s.response_headers(&shim_ok("0"), false), Action::Continue);
+    assert_eq!(s.response_body(&[0; 2001], false), Action::Pause);
+    assert!(s.host().reset);
+    assert_eq!(reads_of(s.host(), Body::Response), 0);
+    s.assert_no_violations();
+}
+
+/// A Connect JSON answer that may be compressed: its headers are held until its body
+/// says whether compression pays. (headers action, stream.)
+fn held_answer(limits: Limits) -> (Action, Stream) {
+    let mut s = stream_with(limits, false);
+    let mut headers = post(EXECUTE, "application/json");
+    headers.push(("accept-encoding", "gzip"));
+    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    assert_eq!(s.request_body(b"{}", true), Action::Continue);
+    // No content-length: the answer may be large enough to compress.
+    let answer = [
+        (":status", "200"),
+        ("content-type", "application/proto"),
+        ("ferry-shim-instance", "0123456789abcdef"),
+    ];
+    let action = s.response_headers(&answer, false);
+    (action, s)
+}
+
+fn roomy() -> Limits {
+    Limits {
+        max_request_bytes: 1000,
+        max_response_bytes: 1 << 20,
+    }
+}
+
+#[test]
+fn held_response_headers_are_completed_from_the_body_callback() {
+    let (action, mut s) = held_answer(roomy());
+    assert_eq!(action, Action::Pause, "held");
+    assert_eq!(s.host().response.sent_headers, None);
+    let mut answer = execute_response();
+    if let Some(result) = answer.result.as_mut() {
+        result.rows = vec![
+            Row {
+                lengths: vec![1],
+                values: b"1".to_vec(),
+            };
+            200
+        ];
+    }
+    let answer = answer.encode_to_vec();
+    let (start, rest) = answer.split_at(answer.len() / 2);
+    assert_eq!(s.response_body(start, false), Action::Pause);
+    assert_eq!(s.response_body(rest, true), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(
+        downstream.sent_header("content-type"),
+        Some("application/json")
+    );
+    assert_eq!(downstream.sent_header("content-encoding"), Some("gzip"));
+    assert!(downstream.sent_body.starts_with(&[0x1f, 0x8b]), "gzip");
+    // The encoding was named from the last body callback, while the headers were held.
+    assert!(s
+        .host()
+        .calls_in(|p| p
+            == Phase::ResponseBody {
+                end_of_stream: true
+            })
+        .iter()
+        .any(|call| matches!(
+            call,
+            Call::SetHeader {
+                map: Map::ResponseHeaders,
+                ..
+            }
+        )));
+    s.assert_no_violations();
+
+    // Too small to pay: the headers go out as they were held.
+    let (action, mut s) = held_answer(roomy());
+    assert_eq!(action, Action::Pause);
+    let answer = execute_response().encode_to_vec();
+    assert_eq!(s.response_body(&answer, true), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_header("content-encoding"), None);
+    assert_eq!(
+        serde_json::from_slice::<ExecuteResponse>(&downstream.sent_body).unwrap(),
+        execute_response()
+    );
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_held_answer_that_outgrows_the_limit_is_replaced_by_a_local_reply() {
+    let (action, mut s) = held_answer(limits());
+    assert_eq!(action, Action::Pause);
+    assert_eq!(s.response_body(&[0; 2001], false), Action::Pause);
+    let reply = s.host().local_reply.clone().unwrap();
+    assert_eq!(reply.status, 429);
+    assert_eq!(json(&reply.body)["code"], "resource_exhausted");
+    assert!(matches!(
+        s.host().calls.last(),
+        Some((
+            Phase::ResponseBody {
+                end_of_stream: false
+            },
+            Call::SendReply(_)
+        ))
+    ));
+    assert!(!s.host().reset);
+    assert_eq!(s.host().response.sent_headers, None, "replaced, never sent");
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_held_connect_answer_that_fails_at_its_end_gets_an_error_status() {
+    let (action, mut s) = held_answer(limits());
+    assert_eq!(action, Action::Pause);
+    let mut answer = execute_response();
+    if let Some(result) = answer.result.as_mut() {
+        result.rows = vec![
+            Row {
+                lengths: vec![1],
+                values: b"1".to_vec(),
+            };
+            200
+        ];
+    }
+    let answer = answer.encode_to_vec();
+    assert!(answer.len() < 2000, "the proto fits, its JSON does not");
+    assert_eq!(s.response_body(&answer, true), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(json(&downstream.sent_body)["code"], "resource_exhausted");
+    assert_eq!(downstream.sent_header(":status"), Some("429"));
+    s.assert_no_violations();
+}
+
+#[test]
+fn an_oversized_grpc_answer_is_discarded_and_ends_with_status_8() {
+    let mut s = stream();
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/grpc"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
+    assert_eq!(s.response_headers(&shim_ok("0"), false), Action::Continue);
+    assert_eq!(s.response_body(&[1; 1500], false), Action::Pause);
+    assert_eq!(
+        s.response_body(&[2; 600], false),
+        Action::Pause,
+        "discarded"
+    );
+    assert!(s.host().response.body.is_empty());
+    assert_eq!(s.response_body(&[3; 10], false), Action::Pause, "discarded");
+    assert_eq!(s.response_body(&[4; 10], true), Action::Continue);
+    let downstream = &s.host().response;
+    assert!(downstream.sent_body.is_empty());
+    assert_eq!(downstream.sent_trailer("grpc-status"), Some("8"));
+    assert!(!s.host().reset);
+    s.assert_no_violations();
+}
+
+// ----- host failures -----
+
+#[test]
+fn a_failing_host_call_becomes_an_internal_error_reply() {
+    let mut s = stream();
+    s.host_mut().fail_when(
+        |call| {
+            matches!(
+                call,
+                Call::SetBody {
+                    body: Body::Request,
+                    ..
+                }
+            )
+        },
+        Status::InternalFailure,
+    );
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Continue
+    );
+    assert_eq!(
+        s.request_body(br#"{"query":"SELECT 1"}"#, true),
+        Action::Pause
+    );
+    assert_eq!(s.host().faults.len(), 1);
+    let reply = s.host().local_reply.clone().unwrap();
+    assert_eq!(reply.status, 500);
+    let body = json(&reply.body);
+    assert_eq!(body["code"], "internal");
+    assert_eq!(body["message"], "the proxy failed to process this request");
+    assert!(s.host().request.sent_body.is_empty(), "nothing forwarded");
+    // The reply passes on its way out.
+    assert_eq!(
+        s.local_reply_goes_out(),
+        (Action::Continue, Some(Action::Continue))
+    );
+    s.assert_no_violations();
+
+    // Before the exchange knows the client's protocol there is no answer to give: the
+    // request goes on untouched.
+    let mut s = stream();
+    s.host_mut().fail_when(
+        |call| matches!(call, Call::Header { .. }),
+        Status::InternalFailure,
+    );
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Continue
+    );
+    assert!(s.host().local_reply.is_none());
+    assert_eq!(
+        s.host().request.sent_header("content-type"),
+        Some("application/json")
+    );
+    s.assert_no_violations();
+
+    // The internal error reply itself failing: the callback continues.
+    let mut s = stream();
+    s.host_mut().fail_when(
+        |call| matches!(call, Call::SetBody { .. } | Call::SendReply(_)),
+        Status::InternalFailure,
+    );
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/grpc"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
+    assert!(matches!(
+        s.host().faults.as_slice(),
+        [(_, Call::SetBody { .. }, _), (_, Call::SendReply(_), _)]
+    ));
+    assert!(s.host().local_reply.is_none());
+    s.assert_no_violations();
+}
+
+// ----- configuration -----
+
+#[test]
+fn the_configuration_is_read_in_on_configure() {
+    let mut host = MockHost::default();
+    let config = host
+        .configure(Some(
+            br#"{"session_affinity": true, "max_request_bytes": 4096}"#,
+        ))
+        .unwrap();
+    assert!(config.session_affinity);
+    assert_eq!(config.limits.max_request_bytes, 4096);
+    assert!(host.configure(None).is_some(), "all defaults");
+    assert!(host.configure(Some(b"{\"typo\": 1}")).is_none());
+    host.fail_when(|_| true, Status::InternalFailure);
+    assert!(host.configure(Some(b"{}")).is_none());
+    assert!(host.violations.is_empty(), "{:?}", host.violations);
+}
