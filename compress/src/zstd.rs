@@ -8,7 +8,10 @@
 //! ourselves: a declared content size past the limit is refused at once, and a window
 //! larger than the output we still accept is lowered to it (no valid frame whose
 //! output fits the limit can reference further back than that), so a 20-byte frame
-//! cannot make us reserve more than the limit.
+//! cannot make us reserve more than the limit. (ruzstd keeps that window in a
+//! power-of-two ring buffer, so zstd decoding holds up to about twice
+//! min(window, limit) besides the output: 2 MiB for the 1 MiB windows Go's Connect
+//! codecs write.)
 
 use std::io::Read;
 

@@ -6,7 +6,7 @@
 //! | `max_request_bytes` | 8388608 (8 MiB) | largest request body (framing included) |
 //! | `max_response_bytes` | 67108864 (64 MiB) | largest response body from the shim |
 //! | `session_affinity` | false | route a pinned session to the shim holding it (`affinity.rs`) |
-//! | `compression.preference` | `["zstd", "s2", "snappy", "gzip"]` | codecs for answers, most preferred first; the first one the client accepts is used (`[]`: never compress) |
+//! | `compression.preference` | `["s2", "snappy", "gzip", "zstd"]` | codecs for answers, most preferred first; the first one the client accepts is used (`[]`: never compress) |
 //! | `compression.min_bytes` | 1024 | messages smaller than this go uncompressed |
 //! | `compression.sample_bytes` | 65536 | how much of a message's start is compressed to judge it |
 //! | `compression.max_ratio` | 0.9 | compress only when the sample (then the message) shrinks to at most this |

@@ -156,8 +156,9 @@ impl Decoder {
                     each(flags, message)?;
                     chunk = rest;
                 }
+                // Kept as it grows: a declared length is not trusted for an
+                // allocation (found by fuzzing: a header alone reserved 64 MiB).
                 _ => {
-                    self.tail.reserve(total);
                     self.tail.extend_from_slice(chunk);
                     return Ok(());
                 }

@@ -26,7 +26,7 @@ mod compression;
 pub mod config;
 mod connect_get;
 mod early_data;
-mod envelope;
+pub mod envelope;
 pub mod errors;
 pub mod exchange;
 pub mod http;

@@ -168,7 +168,7 @@ fn grpc_answers_are_compressed_per_message_when_it_pays() {
     assert!(answer.len() > 1024, "{}", answer.len());
     let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "gzip, s2"));
     let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
-    // Our preference (zstd, s2, snappy, gzip) among what the client accepts.
+    // Our preference (s2, snappy, gzip, zstd) among what the client accepts.
     assert_eq!(edits.get("grpc-encoding"), Some("s2"));
     let body = replaced(&edit);
     let (flags, range) = envelope::single(body, "gRPC").unwrap();
@@ -221,7 +221,7 @@ fn incompressible_answers_go_as_identity() {
 fn connect_unary_answers_hold_their_headers_to_name_the_encoding() {
     let answer = large_answer(25);
     for (content_type, codec) in [("application/proto", "proto"), ("application/json", "json")] {
-        let mut ex = compressing(content_type, ("accept-encoding", "gzip;q=0.5, zstd"));
+        let mut ex = compressing(content_type, ("accept-encoding", "br, zstd;q=0.5"));
         let step = ex.on_response_headers(&response("200", "application/proto"), false);
         let ResponseHeadersStep::Hold(edits) = step else {
             panic!("{codec}: {step:?}")
