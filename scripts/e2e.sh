@@ -60,6 +60,8 @@ pair_gateway gateway >/dev/null
 echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT; two shims: port $FERRY_E2E_PAIR_PORT)"
 
 status=0
+# First and alone, on a fresh Envoy and shim: a >1 GiB StreamExecute, watching their memory.
+cargo test -p ferry-e2e --test stream_memory -- --ignored --nocapture || status=$?
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # Alone, after the others: kills and restarts the shim mid-transaction.
 cargo test -p ferry-e2e --test shim_restart -- --ignored || status=$?
@@ -71,6 +73,11 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
+# PlanetScale's Go client library (psdb core/client: Connect proto, S2-compressed requests),
+# unmodified defaults, over HTTP/2 and HTTP/3, as the dev user stack.sh made.
+(cd "$ROOT/tests/psdb-go" && PATH="$PATH:/usr/local/go/bin" FERRY_PSDB_IDENTITY= \
+  FERRY_URL="https://${FERRY_HOST:-127.0.0.1}:$FERRY_PORT" FERRY_CA="$FERRY_RUN_DIR/certs/ca.pem" \
+  FERRY_USER="${FERRY_MYSQL_USER:-ferry}" FERRY_PASSWORD="${FERRY_MYSQL_PASSWORD:-ferry}" go run .) || status=$?
 # The shim's own integration test, straight at the shim (no Envoy).
 FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*' || status=$?
 

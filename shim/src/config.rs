@@ -2,6 +2,7 @@
 use crate::account::AccountPolicy;
 use crate::log::Level;
 use crate::result::ResultLimits;
+use crate::sink::ChunkPolicy;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -69,6 +70,11 @@ pub struct Config {
     /// `FERRY_SHIM_MAX_RESULT_BYTES` (64 MiB): the row data one Execute may buffer;
     /// `FERRY_SHIM_MAX_RESULT_ROWS` (100,000): its rows.
     pub result_limits: ResultLimits,
+    /// `FERRY_STREAM_CHUNK_ROWS` (1000) / `FERRY_STREAM_CHUNK_BYTES` (262144): a
+    /// StreamExecute message holds at most this many rows / bytes of rows
+    /// (whichever is reached first; a single larger row goes alone). Streams
+    /// have no row cap; each holds a few chunks in memory at most.
+    pub stream_chunks: ChunkPolicy,
     /// `FERRY_DENY_USERS`, `FERRY_PASSWORD_PLUGINS`, `FERRY_VERIFY_ACCOUNT`: who is served.
     pub account: AccountPolicy,
     /// `FERRY_AUTH_FAILURE_DELAY_MS` (250): every `unauthenticated` answer leaves no
@@ -174,6 +180,10 @@ impl Config {
                 bytes: size("FERRY_SHIM_MAX_RESULT_BYTES", 64 << 20)?,
                 rows: size("FERRY_SHIM_MAX_RESULT_ROWS", 100_000)?.max(1),
             },
+            stream_chunks: ChunkPolicy {
+                rows: size("FERRY_STREAM_CHUNK_ROWS", 1000)?.max(1),
+                bytes: size("FERRY_STREAM_CHUNK_BYTES", 256 << 10)?.max(1),
+            },
             account,
             sessions: SessionSettings {
                 keys_file: var("FERRY_SESSION_KEYS_FILE").map(PathBuf::from),
@@ -209,6 +219,13 @@ mod tests {
             ("ferry", 16, 64)
         );
         assert_eq!(c.max_request_bytes, 64 << 20);
+        assert_eq!(
+            c.stream_chunks,
+            ChunkPolicy {
+                rows: 1000,
+                bytes: 262_144
+            }
+        );
         assert_eq!(c.account, AccountPolicy::default());
         assert!(c.account.deny_users.iter().any(|u| u == "root"));
         assert_eq!(c.auth_failure_delay, Duration::from_millis(250));
@@ -226,11 +243,20 @@ mod tests {
             "FERRY_MYSQL_PORT" => Some("1".to_string()), // ignored: the socket wins
             "FERRY_POOL_MAX" => Some("4".to_string()),
             "FERRY_LOG" => Some("debug".to_string()),
+            "FERRY_STREAM_CHUNK_ROWS" => Some("0".to_string()), // at least one
+            "FERRY_STREAM_CHUNK_BYTES" => Some("4096".to_string()),
             _ => None,
         };
         let c = Config::from_lookup(env).unwrap();
         assert_eq!(c.mysql, MysqlTarget::Socket("/tmp/my.sock".into()));
         assert_eq!((c.pool_max, c.log_level), (4, Level::Debug));
+        assert_eq!(
+            c.stream_chunks,
+            ChunkPolicy {
+                rows: 1,
+                bytes: 4096
+            }
+        );
 
         let env = |name: &str| match name {
             "FERRY_DENY_USERS" => Some(" admin, ,ops ".to_string()),

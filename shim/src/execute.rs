@@ -1,15 +1,21 @@
-//! The three RPCs: Execute, CreateSession, CloseSession.
+//! The RPCs that run statements (Execute, StreamExecute) and the session
+//! ones (CreateSession, CloseSession).
 //!
 //! Every request authenticates: an unpinned statement by getting a connection
 //! from its credential's pool, a pinned one by its sealed session, whose
-//! credential tag must match (seal.rs). Execute runs one query with the text
-//! protocol and answers SQL errors inside the response (HTTP 200,
+//! credential tag must match (seal.rs). A statement runs with the text
+//! protocol and SQL errors are answered inside the response (HTTP 200,
 //! `ExecuteResponse.error`), as PlanetScale does; only failures to reach or log
-//! in to MySQL are Connect errors.
+//! in to MySQL, and deadlines, are Connect errors.
 //!
-//! Where the connection comes from: a session without a pin borrows any pooled
-//! connection; one with a pin (session.rs) runs on its pinned connection. A
-//! statement that leaves a transaction (the server status flags say so) or
+//! A statement has two seams. Where its connection comes from (`Source`): a
+//! session without a pin borrows any pooled connection; one with a pin
+//! (session.rs) runs on its pinned connection. Where its rows go (`Sink`,
+//! sink.rs): kept for one answer (Execute) or sent on in bounded chunks as
+//! they are read (StreamExecute, stream.rs). Everything else — pins, status
+//! flags, the answer's session — is the same for both.
+//!
+//! A statement that leaves a transaction (the server status flags say so) or
 //! session state (ferry_wire::statement classifies SET, USE, temporary tables,
 //! GET_LOCK, LOCK TABLES, PREPARE...) pins the connection it ran on to the
 //! session. The pin ends when the transaction is over and no state is left, or
@@ -18,26 +24,41 @@
 //! A pooled connection goes back armed for COM_RESET_CONNECTION (pool.rs)
 //! unless the statement was proven clean, which keeps the hot path (`SELECT
 //! 1`) at one MySQL round trip.
+//!
+//! A statement stopped before it finished (its deadline passed, or its
+//! stream's client went away) is killed in MySQL and its connection closed
+//! (cancel.rs). On a pin that ends the pin the way a dead connection does: the
+//! transaction is rolled back and the session's next statement gets `aborted`
+//! "transaction lost" — a statement of unknown outcome never lets a later
+//! COMMIT go through as if nothing happened.
 use crate::auth::Credentials;
+use crate::cancel;
 use crate::connect_error::ConnectError;
+use crate::deadline::Deadline;
 use crate::error_map::{sql_code, sql_message};
 use crate::log::Level;
-use crate::result::{field, Overflow, ResultLimits, Rows};
+use crate::olap;
+use crate::result::{field, Overflow, ResultLimits};
 use crate::seal::{random, SealError, SessionId, Token};
 use crate::server::App;
 use crate::session::{retire, Ended, PinError, PinState};
+use crate::sink::{Gone, Sink};
 use crate::statement::{classify, first_keyword, Verdict};
+use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionResponse, ExecuteRequest,
     ExecuteResponse, Role, Session, User,
 };
+use ferry_proto::vitess::query::execute_options::Workload;
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
+use futures_util::TryStreamExt;
 use mysql_async::consts::StatusFlags;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, DriverError};
+use mysql_async::{Conn, DriverError, Row as MysqlRow};
 use std::time::Instant;
+use tokio::sync::{mpsc, OwnedMutexGuard};
 
 fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
     RpcError {
@@ -87,6 +108,9 @@ impl SessionOut<'_> {
         v.in_transaction = in_transaction;
         v.autocommit = autocommit;
         v.session_uuid = crate::seal::hex(&self.id);
+        // Always present, as in vtgate's sessions: psdbproxy reads
+        // `VitessSession.Options.Workload` on every statement without a nil check.
+        v.options.get_or_insert_with(Default::default);
         if let Some(qr) = qr {
             if qr.insert_id_changed {
                 v.last_insert_id = qr.insert_id;
@@ -250,25 +274,152 @@ fn mentions_last_insert_id(sql: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(b"LAST_INSERT_ID"))
 }
 
-/// Runs a statement, then reads the transaction status it left.
-async fn run_with_status(
-    conn: &mut Conn,
-    sql: &str,
-    limits: ResultLimits,
-) -> Result<(Outcome, (bool, bool)), mysql_async::Error> {
-    let outcome = run(conn, sql, limits).await?;
-    Ok((outcome, txn_status(conn).await?))
+/// Where a statement's connection comes from.
+pub enum Source {
+    /// Any pooled connection of the credential (armed for reset). `may_pin`:
+    /// the text says the statement makes a transaction or session state, and
+    /// a pin was admitted for it.
+    Pooled { conn: Conn, may_pin: bool },
+    /// The session's pinned connection, held by this request until it is done
+    /// (the session's other requests queue behind it); `state.conn` is set.
+    Pinned {
+        token: Token,
+        state: OwnedMutexGuard<PinState>,
+    },
 }
 
+/// A statement that has its session verified and its connection in hand.
+pub struct Ready {
+    id: SessionId,
+    base: vtgate::Session,
+    sql: String,
+    verdict: Verdict,
+    source: Source,
+}
+
+impl Ready {
+    /// The session as it is before the statement, sealed: what a stream
+    /// ends with when the statement cannot finish.
+    pub fn session_as_is(&self, app: &App, creds: &Credentials) -> Session {
+        let out = SessionOut {
+            app,
+            creds,
+            id: self.id,
+            base: self.base.clone(),
+        };
+        let pinned = matches!(self.source, Source::Pinned { .. });
+        out.seal(pinned, self.base.in_transaction, self.base.autocommit, None)
+    }
+}
+
+/// A request before MySQL runs anything: answered already (a refused
+/// session, the workload switch, a lost pin, no room for a pin...) or ready.
+pub enum Start {
+    Answered(ExecuteResponse),
+    Run(Ready),
+}
+
+/// What may stop a statement before it finishes.
+pub struct Stop {
+    pub deadline: Deadline,
+    /// A stream's channel: closed when the client went away.
+    pub watch: Option<mpsc::Sender<Bytes>>,
+}
+
+impl Stop {
+    /// A unary answer's: only the deadline (a unary statement whose client
+    /// goes away is not killed; see README).
+    pub fn unary(deadline: Deadline) -> Stop {
+        Stop {
+            deadline,
+            watch: None,
+        }
+    }
+
+    async fn client_gone(&self) {
+        match &self.watch {
+            Some(tx) => tx.closed().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Why a statement was stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interrupt {
+    Deadline,
+    ClientGone,
+}
+
+impl Interrupt {
+    fn reason(self) -> &'static str {
+        match self {
+            Interrupt::Deadline => "a statement was stopped: its deadline passed",
+            Interrupt::ClientGone => "a statement was stopped: its client went away",
+        }
+    }
+
+    fn error(self, stop: &Stop) -> ConnectError {
+        match self {
+            Interrupt::Deadline => stop.deadline.error(),
+            Interrupt::ClientGone => ConnectError::new(Code::Canceled, "the client went away"),
+        }
+    }
+}
+
+/// How a statement ended on its connection.
+enum Ran {
+    /// It finished (perhaps with an SQL error); the status it left.
+    Done(Outcome, (bool, bool)),
+    /// The connection failed (I/O, protocol).
+    Failed(mysql_async::Error),
+    Stopped(Interrupt),
+}
+
+/// Why reading a statement's result ended early.
+enum Fail {
+    Mysql(mysql_async::Error),
+    Gone,
+}
+
+impl From<mysql_async::Error> for Fail {
+    fn from(e: mysql_async::Error) -> Self {
+        Fail::Mysql(e)
+    }
+}
+
+impl From<Gone> for Fail {
+    fn from(_: Gone) -> Self {
+        Fail::Gone
+    }
+}
+
+/// Execute: one statement, one answer.
 pub async fn execute(
     app: &App,
     creds: &Credentials,
     req: ExecuteRequest,
+    deadline: Deadline,
 ) -> Result<ExecuteResponse, ConnectError> {
+    let ready = match deadline.within(start(app, creds, req)).await?? {
+        Start::Answered(resp) => return Ok(resp),
+        Start::Run(ready) => ready,
+    };
+    let mut sink = Sink::collect(app.result_limits);
+    run(app, creds, ready, &mut sink, &Stop::unary(deadline)).await
+}
+
+/// Verifies the session and gets the statement its connection. Connect
+/// errors (no connection: 401, 429, 503) come before anything ran.
+pub async fn start(
+    app: &App,
+    creds: &Credentials,
+    req: ExecuteRequest,
+) -> Result<Start, ConnectError> {
     let session = req.session.unwrap_or_default();
     let base = session.vitess_session.unwrap_or_else(fresh_vitess);
     let opened = app.sealer.open(&session.signature, &base, creds);
-    let out = SessionOut {
+    let mut out = SessionOut {
         app,
         creds,
         id: match &opened {
@@ -277,15 +428,14 @@ pub async fn execute(
         },
         base: if opened.is_ok() { base } else { fresh_vitess() },
     };
-    let answer =
-        |session: Session, result: Option<QueryResult>, error: Option<RpcError>, timing: f64| {
-            ExecuteResponse {
-                session: Some(session),
-                result,
-                error,
-                timing,
-            }
-        };
+    let answer = |session: Session, error: RpcError| {
+        Start::Answered(ExecuteResponse {
+            session: Some(session),
+            result: None,
+            error: Some(error),
+            timing: 0.0,
+        })
+    };
     let token = match opened {
         Ok(token) => token,
         // Never executed; the client may go on with the fresh session it gets.
@@ -296,7 +446,7 @@ pub async fn execute(
                 user = creds.user,
                 reason = e
             );
-            return Ok(answer(out.fresh(), None, Some(seal_error(&e)), 0.0));
+            return Ok(answer(out.fresh(), seal_error(&e)));
         }
     };
     if !req.bind_variables.is_empty() {
@@ -305,112 +455,240 @@ pub async fn execute(
             Some(t) => out.unchanged(t),
             None => out.fresh(),
         };
-        return Ok(answer(
-            session,
-            None,
-            Some(rpc_error(Code::Unimplemented, msg)),
-            0.0,
-        ));
+        return Ok(answer(session, rpc_error(Code::Unimplemented, msg)));
+    }
+    if let Some(set) = olap::set_workload(&req.query) {
+        return Ok(Start::Answered(switch_workload(
+            &mut out,
+            token.as_ref(),
+            set,
+        )));
     }
     let verdict = classify(&req.query);
-    let limits = app.result_limits;
+    let sql = req.query;
     match token {
         Some(t) if t.pinned => match app.pins.get(&t.id) {
             Some(pin) => {
-                let mut state = match app.pins.enter(&pin).await {
+                let state = match app.pins.enter(&pin).await {
                     Ok(state) => state,
-                    Err(e) => return Ok(answer(out.unchanged(&t), None, Some(pin_error(&e)), 0.0)),
+                    Err(e) => return Ok(answer(out.unchanged(&t), pin_error(&e))),
                 };
                 if let Some(why) = state.lost.clone() {
-                    return Ok(lost(&out, &t, &req.query, &why));
+                    return Ok(Start::Answered(lost(&out, &t, &sql, &why)));
                 }
-                let Some(conn) = state.conn.as_mut() else {
+                if state.conn.is_none() {
                     // Released by the request ahead in the queue (its COMMIT):
                     // nothing is pinned any more.
                     drop(state);
-                    return unpinned(app, &out, creds, &req.query, verdict).await;
-                };
-                let started = Instant::now();
-                let run = run_with_status(conn, &req.query, limits).await;
-                let timing = started.elapsed().as_secs_f64();
-                let (outcome, (in_txn, autocommit)) = match run {
-                    Ok(done) => done,
-                    Err(e) => {
-                        let why = format!("the MySQL connection failed: {e}");
-                        state.conn = None;
-                        state.lost = Some(why.clone());
-                        drop(state);
-                        app.pins.end(&t.id, Ended::Lost(why.clone()));
-                        crate::log!(Level::Warn, "pin lost", user = creds.user, reason = why);
-                        return Ok(lost(&out, &t, &req.query, &why));
-                    }
-                };
-                state.in_transaction = in_txn;
-                state.sticky |= leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
-                let keep = in_txn || !autocommit || state.sticky;
-                if !keep {
-                    if let Some(conn) = state.conn.take() {
-                        retire(conn, false);
-                    }
-                    drop(state);
-                    app.pins.end(&t.id, Ended::Released);
+                    return pooled(out, sql, verdict).await;
                 }
-                Ok(respond(
-                    &out, keep, in_txn, autocommit, outcome, timing, creds, limits,
-                ))
+                Ok(Start::Run(Ready {
+                    id: out.id,
+                    base: out.base,
+                    sql,
+                    verdict,
+                    source: Source::Pinned { token: t, state },
+                }))
             }
             None => match app.pins.ended(&t.id) {
                 // An older copy of a session whose pin ended normally (sent by
                 // concurrent requests): nothing is pinned, run it unpinned.
-                Some(Ended::Released) => unpinned(app, &out, creds, &req.query, verdict).await,
-                Some(Ended::Lost(why)) => Ok(lost(&out, &t, &req.query, &why)),
+                Some(Ended::Released) => pooled(out, sql, verdict).await,
+                Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &sql, &why))),
                 None => {
                     let why = if t.instance == app.instance {
                         "the gateway no longer holds it"
                     } else {
                         "the shim that held it restarted or is gone"
                     };
-                    Ok(lost(&out, &t, &req.query, why))
+                    Ok(Start::Answered(lost(&out, &t, &sql, why)))
                 }
             },
         },
-        _ => unpinned(app, &out, creds, &req.query, verdict).await,
+        _ => pooled(out, sql, verdict).await,
     }
 }
 
-/// A statement of a session without a pin: any pooled connection; pinned if
-/// it leaves a transaction or session state.
-async fn unpinned(
-    app: &App,
-    out: &SessionOut<'_>,
-    creds: &Credentials,
-    sql: &str,
-    verdict: Verdict,
-) -> Result<ExecuteResponse, ConnectError> {
+/// A statement of a session without a pin: any pooled connection; a pin is
+/// admitted first if the statement means to make one.
+async fn pooled(out: SessionOut<'_>, sql: String, verdict: Verdict) -> Result<Start, ConnectError> {
+    let (app, creds) = (out.app, out.creds);
     let mut conn = app.pools.conn(creds).await?;
     let may_pin = matches!(verdict, Verdict::Refuse(_));
     if may_pin {
         if let Err(e) = app.pins.admit(&creds.user) {
             conn.reset_connection(false); // nothing ran on it
-            return Ok(ExecuteResponse {
+            return Ok(Start::Answered(ExecuteResponse {
                 session: Some(out.fresh()),
                 result: None,
                 error: Some(pin_error(&e)),
                 timing: 0.0,
-            });
+            }));
         }
     }
+    Ok(Start::Run(Ready {
+        id: out.id,
+        base: out.base,
+        sql,
+        verdict,
+        source: Source::Pooled { conn, may_pin },
+    }))
+}
+
+/// `SET workload = ...`: vitess's setting, kept in the session's options;
+/// nothing runs in MySQL and nothing is pinned (olap.rs).
+fn switch_workload(
+    out: &mut SessionOut<'_>,
+    token: Option<&Token>,
+    set: Result<Workload, String>,
+) -> ExecuteResponse {
+    let (result, error) = match set {
+        Ok(workload) => {
+            out.base
+                .options
+                .get_or_insert_with(Default::default)
+                .workload = workload as i32;
+            crate::log!(
+                Level::Debug,
+                "workload switched",
+                user = out.creds.user,
+                workload = workload.as_str_name()
+            );
+            (Some(QueryResult::default()), None)
+        }
+        // As vitess words it; the errno is MySQL's ER_WRONG_VALUE_FOR_VAR.
+        Err(value) => (
+            None,
+            Some(rpc_error(
+                Code::InvalidArgument,
+                sql_message(&format!("invalid workload: {value}"), 1231, "42000"),
+            )),
+        ),
+    };
+    let session = match token {
+        Some(t) => out.unchanged(t),
+        None => out.fresh(),
+    };
+    ExecuteResponse {
+        session: Some(session),
+        result,
+        error,
+        timing: 0.0,
+    }
+}
+
+/// Runs a ready statement into `sink` and answers with the session it
+/// leaves: the pin is kept, made or released as the statement left the
+/// connection. `Err` is a Connect error after the statement started: its
+/// connection failed (unpinned), or it was stopped (`stop`).
+pub async fn run(
+    app: &App,
+    creds: &Credentials,
+    ready: Ready,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Result<ExecuteResponse, ConnectError> {
+    let Ready {
+        id,
+        base,
+        sql,
+        verdict,
+        source,
+    } = ready;
+    let out = SessionOut {
+        app,
+        creds,
+        id,
+        base,
+    };
+    match source {
+        Source::Pinned { token, state } => {
+            run_pinned(&out, token, state, &sql, verdict, sink, stop).await
+        }
+        Source::Pooled { conn, may_pin } => {
+            run_pooled(&out, conn, may_pin, &sql, verdict, sink, stop).await
+        }
+    }
+}
+
+async fn run_pinned(
+    out: &SessionOut<'_>,
+    t: Token,
+    mut state: OwnedMutexGuard<PinState>,
+    sql: &str,
+    verdict: Verdict,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Result<ExecuteResponse, ConnectError> {
+    let (app, creds) = (out.app, out.creds);
+    let limits = app.result_limits;
+    let Some(conn) = state.conn.as_mut() else {
+        // start() hands out a pin only with its connection.
+        return Ok(lost(out, &t, sql, "the gateway no longer holds it"));
+    };
+    let started = Instant::now();
+    let ran = guarded(conn, sql, None, sink, stop).await;
+    let timing = started.elapsed().as_secs_f64();
+    let (outcome, (in_txn, autocommit)) = match ran {
+        Ran::Done(outcome, status) => (outcome, status),
+        Ran::Failed(e) => {
+            let why = format!("the MySQL connection failed: {e}");
+            state.conn = None;
+            state.lost = Some(why.clone());
+            drop(state);
+            app.pins.end(&t.id, Ended::Lost(why.clone()));
+            crate::log!(Level::Warn, "pin lost", user = creds.user, reason = why);
+            return Ok(lost(out, &t, sql, &why));
+        }
+        Ran::Stopped(why) => {
+            // The pin goes as a dead connection's does (see the module comment).
+            let reason = why.reason().to_owned();
+            let conn = state.conn.take();
+            state.lost = Some(reason.clone());
+            drop(state);
+            app.pins.end(&t.id, Ended::Lost(reason.clone()));
+            crate::log!(Level::Info, "pin lost", user = creds.user, reason = reason);
+            if let Some(conn) = conn {
+                cancel::stop(&app.pools, creds, conn, &reason).await;
+            }
+            return Err(why.error(stop));
+        }
+    };
+    state.in_transaction = in_txn;
+    state.sticky |= leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
+    let keep = in_txn || !autocommit || state.sticky;
+    if !keep {
+        if let Some(conn) = state.conn.take() {
+            retire(conn, false);
+        }
+        drop(state);
+        app.pins.end(&t.id, Ended::Released);
+    }
+    Ok(respond(
+        out, keep, in_txn, autocommit, outcome, timing, creds, limits,
+    ))
+}
+
+/// A statement on a pooled connection; pinned if it leaves a transaction or
+/// session state.
+async fn run_pooled(
+    out: &SessionOut<'_>,
+    mut conn: Conn,
+    may_pin: bool,
+    sql: &str,
+    verdict: Verdict,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Result<ExecuteResponse, ConnectError> {
+    let (app, creds) = (out.app, out.creds);
     let started = Instant::now();
     // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
     // session's own (sealed) value is what a direct connection would give.
-    let outcome = match restore_last_insert_id(&mut conn, sql, out.base.last_insert_id).await {
-        Ok(()) => run_with_status(&mut conn, sql, app.result_limits).await,
-        Err(e) => Err(e),
-    };
+    let ran = guarded(&mut conn, sql, Some(out.base.last_insert_id), sink, stop).await;
     let timing = started.elapsed().as_secs_f64();
-    let (outcome, (in_txn, autocommit)) = match outcome {
-        Ok(done) => done,
-        Err(e) => {
+    let (outcome, (in_txn, autocommit)) = match ran {
+        Ran::Done(outcome, status) => (outcome, status),
+        Ran::Failed(e) => {
             // The connection is broken (I/O or protocol): the pool discards it.
             crate::log!(
                 Level::Error,
@@ -422,6 +700,10 @@ async fn unpinned(
                 Code::Unavailable,
                 format!("lost the MySQL connection: {e}"),
             ));
+        }
+        Ran::Stopped(why) => {
+            cancel::stop(&app.pools, creds, conn, why.reason()).await;
+            return Err(why.error(stop));
         }
     };
     let sticky = leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
@@ -478,6 +760,37 @@ async fn unpinned(
         creds,
         app.result_limits,
     ))
+}
+
+/// Runs the statement (after restoring the session's LAST_INSERT_ID() on a
+/// pooled connection) and reads the status it left, unless `stop` comes
+/// first. When it does, the statement's future is dropped midway: the
+/// connection is left inside a result and must be stopped (cancel.rs).
+async fn guarded(
+    conn: &mut Conn,
+    sql: &str,
+    last_insert_id: Option<u64>,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Ran {
+    let work = async {
+        if let Some(id) = last_insert_id {
+            restore_last_insert_id(conn, sql, id).await?;
+        }
+        let outcome = run_statement(conn, sql, sink).await?;
+        Ok::<_, Fail>((outcome, txn_status(conn).await?))
+    };
+    // Unbiased on purpose: a result that is always ready to read must not
+    // starve the deadline.
+    tokio::select! {
+        done = work => match done {
+            Ok((outcome, status)) => Ran::Done(outcome, status),
+            Err(Fail::Mysql(e)) => Ran::Failed(e),
+            Err(Fail::Gone) => Ran::Stopped(Interrupt::ClientGone),
+        },
+        () = stop.deadline.expired() => Ran::Stopped(Interrupt::Deadline),
+        () = stop.client_gone() => Ran::Stopped(Interrupt::ClientGone),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -578,23 +891,25 @@ fn pin_error(e: &PinError) -> RpcError {
     }
 }
 
-/// Runs one query with the text protocol. Only the first result set is
-/// returned; later ones (multi-statement queries, CALL) are read and dropped,
-/// but an error in any of them is the answer, since part of the query failed.
-/// `Err` means the connection itself failed.
-async fn run(
-    conn: &mut Conn,
-    sql: &str,
-    limits: ResultLimits,
-) -> Result<Outcome, mysql_async::Error> {
+/// Runs one query with the text protocol, reading its rows one by one into
+/// the sink. Only the first result set is answered; later ones
+/// (multi-statement queries, CALL) are read and dropped, but an error in any
+/// of them is the answer, since part of the query failed. `Err` means the
+/// connection failed, or the sink's client went away.
+async fn run_statement(conn: &mut Conn, sql: &str, sink: &mut Sink) -> Result<Outcome, Fail> {
     let mut qr = QueryResult::default();
-    let mut rows = Rows::new(limits);
     let first = async {
         let mut result = conn.query_iter(sql).await?;
         match result.columns() {
             Some(columns) if !columns.is_empty() => {
                 qr.fields = columns.iter().map(field).collect();
-                result.for_each(|row| rows.push(&row)).await?;
+                sink.columns(&qr.fields).await?;
+                if let Some(mut rows) = result.stream::<MysqlRow>().await? {
+                    while let Some(row) = rows.try_next().await? {
+                        sink.row(&row).await?;
+                    }
+                }
+                sink.end().await?;
             }
             _ => {
                 // An OK packet: read its numbers before later results replace them.
@@ -604,24 +919,25 @@ async fn run(
                 qr.info = result.info().into_owned();
             }
         }
-        result.drop_result().await
+        result.drop_result().await?;
+        Ok::<_, Fail>(())
     };
     match first.await {
         Ok(()) => {}
-        Err(mysql_async::Error::Server(se)) => return Ok(Outcome::Sql(se)),
+        Err(Fail::Mysql(mysql_async::Error::Server(se))) => return Ok(Outcome::Sql(se)),
         // No infile handler is installed, on purpose: the shim's files are not
         // the client's. mysql_async drops the connection; the pool replaces it.
-        Err(mysql_async::Error::Driver(DriverError::LocalInfile(_))) => {
+        Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::LocalInfile(_)))) => {
             return Ok(Outcome::Unsupported(
                 "LOAD DATA LOCAL INFILE is not supported",
             ))
         }
         Err(e) => return Err(e),
     }
-    if let Some(overflow) = rows.overflow {
+    if let Some(overflow) = sink.overflow() {
         return Ok(Outcome::TooLarge(overflow));
     }
-    qr.rows = rows.rows;
+    qr.rows = sink.take_rows();
     Ok(Outcome::Done(qr))
 }
 

@@ -1,21 +1,28 @@
 //! Ferry's shim: the canonical psdb API (Connect unary, `application/proto`,
-//! uncompressed) in front of MySQL. It owns everything MySQL: per-credential
-//! pools, statement policy, column type mapping and `QueryResult` encoding.
+//! uncompressed; StreamExecute as Connect streaming, `application/connect+proto`)
+//! in front of MySQL. It owns everything MySQL: per-credential pools, statement
+//! policy, column type mapping and `QueryResult` encoding.
 //! Client framing, codecs and compression live in the Envoy filter, never here.
 
 pub mod account;
 pub mod auth;
 pub mod auth_clause;
+pub mod cancel;
 pub mod config;
 pub mod connect_error;
+pub mod deadline;
+pub mod envelope;
 pub mod error_map;
 pub mod execute;
 pub mod log;
 pub mod message_body;
+pub mod olap;
 pub mod pool;
 pub mod result;
 pub mod seal;
 pub mod server;
 pub mod session;
+pub mod sink;
 pub use ferry_wire::statement;
+pub mod stream;
 pub mod type_map;

@@ -233,6 +233,14 @@ impl Pools {
         self.len() == 0
     }
 
+    /// How to open a connection of these credentials outside the pool, for
+    /// `KILL QUERY` (cancel.rs): the pool may be exhausted by the very
+    /// statement to stop. The credential was admitted already (the statement
+    /// runs on its pool).
+    pub fn side_opts(&self, creds: &Credentials) -> OptsBuilder {
+        self.opts(creds)
+    }
+
     fn opts(&self, creds: &Credentials) -> OptsBuilder {
         let constraints = PoolConstraints::new(0, self.pool_max).unwrap_or_default();
         let pool_opts = PoolOpts::default()

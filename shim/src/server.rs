@@ -1,10 +1,12 @@
 //! HTTP side: routing, the canonical request checks, and Connect unary framing
 //! of answers (a bare protobuf message on success, a JSON Connect error
-//! otherwise). Serves HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on TCP
-//! and, optionally, on a unix socket.
+//! otherwise); StreamExecute answers as a Connect stream (stream.rs). Serves
+//! HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on TCP and, optionally, on
+//! a unix socket.
 use crate::auth::{self, Credentials};
 use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
+use crate::deadline::{self, Deadline};
 use crate::execute;
 use crate::log::Level;
 use crate::message_body::MessageBody;
@@ -12,6 +14,8 @@ use crate::pool::Pools;
 use crate::result::ResultLimits;
 use crate::seal::Sealer;
 use crate::session::Pins;
+use crate::sink::ChunkPolicy;
+use crate::stream::{self, StreamBody};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
 use ferry_proto::vitess::vtrpc::Code;
@@ -19,7 +23,7 @@ use http::header::{
     HeaderValue, ALLOW, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
 };
 use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::{BodyExt, Either, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -44,6 +48,7 @@ pub struct App {
     pub instance: [u8; 8],
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
+    pub stream_chunks: ChunkPolicy,
     /// The earliest an `unauthenticated` answer may leave (account.rs).
     pub auth_failure_delay: Duration,
 }
@@ -62,6 +67,7 @@ impl App {
             instance: crate::seal::random(),
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
+            stream_chunks: cfg.stream_chunks,
             auth_failure_delay: cfg.auth_failure_delay,
         }
     }
@@ -70,22 +76,28 @@ impl App {
 #[derive(Clone, Copy, Debug)]
 enum Rpc {
     Execute,
+    StreamExecute,
     CreateSession,
     CloseSession,
 }
+
+/// A unary answer, or a stream.
+pub type ShimBody = Either<MessageBody, StreamBody>;
 
 /// One request → one response; never fails at the HTTP level.
 pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
-) -> Result<Response<MessageBody>, Infallible> {
+) -> Result<Response<ShimBody>, Infallible> {
     if req.uri().path() == "/healthz" {
-        return Ok(health(app.pools.target(), req.method()).await);
+        return Ok(health(app.pools.target(), req.method())
+            .await
+            .map(Either::Left));
     }
     let arrived = tokio::time::Instant::now();
     let path = req.uri().path().to_owned();
     let mut user = String::new();
-    let answer = rpc(&app, req, &mut user).await;
+    let answer = rpc(&app, req, arrived, &mut user).await;
     if answer
         .as_ref()
         .is_err_and(|e| e.code == Code::Unauthenticated)
@@ -95,7 +107,8 @@ pub async fn handle(
         tokio::time::sleep_until(arrived + app.auth_failure_delay).await;
     }
     let mut resp = answer.unwrap_or_else(|e| {
-        let level = if e.status() >= 500 {
+        // A deadline is the client's choice, not the shim's failure.
+        let level = if e.status() >= 500 && e.code != Code::DeadlineExceeded {
             Level::Error
         } else {
             Level::Warn
@@ -109,7 +122,7 @@ pub async fn handle(
             user = user,
             error = e.message
         );
-        connect_error_response(&e)
+        connect_error_response(&e).map(Either::Left)
     });
     // Which shim process answered: sessions pinned to it must keep coming back.
     if let Ok(v) = HeaderValue::from_str(&crate::seal::hex(&app.instance)) {
@@ -119,16 +132,18 @@ pub async fn handle(
 }
 
 async fn rpc(
-    app: &App,
+    app: &Arc<App>,
     req: Request<Incoming>,
+    arrived: tokio::time::Instant,
     user: &mut String,
-) -> Result<Response<MessageBody>, ConnectError> {
+) -> Result<Response<ShimBody>, ConnectError> {
     let path = req.uri().path();
     let rpc = match path.strip_prefix(SERVICE) {
         Some("Execute") => Rpc::Execute,
+        Some("StreamExecute") => Rpc::StreamExecute,
         Some("CreateSession") => Rpc::CreateSession,
         Some("CloseSession") => Rpc::CloseSession,
-        Some("StreamExecute" | "Prepare") => {
+        Some("Prepare") => {
             return Err(ConnectError::new(
                 Code::Unimplemented,
                 format!("{path} is not implemented yet"),
@@ -153,26 +168,44 @@ async fn rpc(
     let creds = auth::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
         .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
     user.clone_from(&creds.user);
+    // Statements only: the session RPCs are quick and have no statement to stop.
+    let deadline = match rpc {
+        Rpc::Execute | Rpc::StreamExecute => Deadline::from_header(
+            req.headers()
+                .get(deadline::HEADER)
+                .map(HeaderValue::as_bytes),
+            arrived,
+        )?,
+        Rpc::CreateSession | Rpc::CloseSession => Deadline::NONE,
+    };
     let body = read_body(req, app.max_request_bytes).await?;
-    dispatch(app, rpc, &creds, body).await
+    dispatch(app, rpc, creds, body, deadline).await
 }
 
 async fn dispatch(
-    app: &App,
+    app: &Arc<App>,
     rpc: Rpc,
-    creds: &Credentials,
+    creds: Credentials,
     body: Bytes,
-) -> Result<Response<MessageBody>, ConnectError> {
+    deadline: Deadline,
+) -> Result<Response<ShimBody>, ConnectError> {
     let bad = |e: prost::DecodeError| {
         ConnectError::new(
             Code::InvalidArgument,
             format!("cannot decode the {rpc:?} request: {e}"),
         )
     };
+    let creds = &creds;
     Ok(match rpc {
         Rpc::Execute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::execute(app, creds, req).await?)
+            proto_response(&execute::execute(app, creds, req, deadline).await?)
+        }
+        Rpc::StreamExecute => {
+            let req = ExecuteRequest::decode(body).map_err(bad)?;
+            stream::stream_execute(app.clone(), creds.clone(), req, deadline)
+                .await?
+                .map(Either::Right)
         }
         Rpc::CreateSession => {
             CreateSessionRequest::decode(body).map_err(bad)?;
@@ -239,10 +272,10 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Connec
     }
 }
 
-fn proto_response(msg: &impl Message) -> Response<MessageBody> {
+fn proto_response(msg: &impl Message) -> Response<ShimBody> {
     let body = msg.encode_to_vec();
     let len = body.len();
-    let mut resp = Response::new(MessageBody::new(body));
+    let mut resp = Response::new(Either::Left(MessageBody::new(body)));
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
     h.insert(CONTENT_LENGTH, HeaderValue::from(len));

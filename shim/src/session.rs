@@ -32,7 +32,8 @@ pub struct PinState {
 pub struct Pin {
     /// The pool this connection came from (the credential's), for the pin cap.
     pub pool_key: String,
-    pub state: tokio::sync::Mutex<PinState>,
+    /// Shared so a request can hold it owned (a stream runs in its own task).
+    pub state: Arc<tokio::sync::Mutex<PinState>>,
     waiting: AtomicUsize,
     last_used: Mutex<Instant>,
 }
@@ -106,7 +107,7 @@ impl Pins {
     pub fn insert(&self, id: SessionId, pool_key: String, state: PinState) -> Arc<Pin> {
         let pin = Arc::new(Pin {
             pool_key,
-            state: tokio::sync::Mutex::new(state),
+            state: Arc::new(tokio::sync::Mutex::new(state)),
             waiting: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
         });
@@ -121,17 +122,18 @@ impl Pins {
     }
 
     /// Waits for the pin in arrival order, or refuses when too many wait.
-    pub async fn enter<'a>(
+    pub async fn enter(
         &self,
-        pin: &'a Pin,
-    ) -> Result<tokio::sync::MutexGuard<'a, PinState>, PinError> {
-        let waiting = pin.waiting.fetch_add(1, Ordering::SeqCst);
-        if waiting >= self.queue_max {
-            pin.waiting.fetch_sub(1, Ordering::SeqCst);
+        pin: &Pin,
+    ) -> Result<tokio::sync::OwnedMutexGuard<PinState>, PinError> {
+        // Counted out on every way out, also when the wait is abandoned (a
+        // deadline, a client that went away).
+        let queued = Queued(&pin.waiting);
+        if queued.0.fetch_add(1, Ordering::SeqCst) >= self.queue_max {
             return Err(PinError::QueueFull(self.queue_max));
         }
-        let guard = pin.state.lock().await;
-        pin.waiting.fetch_sub(1, Ordering::SeqCst);
+        let guard = pin.state.clone().lock_owned().await;
+        drop(queued);
         *lock(&pin.last_used) = Instant::now();
         Ok(guard)
     }
@@ -190,6 +192,15 @@ impl Pins {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// One request waiting for a pin.
+struct Queued<'a>(&'a AtomicUsize);
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -270,6 +281,18 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(*order.lock().unwrap(), vec![0, 1], "arrival order");
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_wait_leaves_the_queue() {
+        let pins = Pins::new(Duration::from_secs(20), Duration::from_secs(300), 1, 8);
+        let pin = pins.insert([1; 16], "a".into(), state());
+        let held = pins.enter(&pin).await.unwrap();
+        // A deadline gives up on the wait.
+        let gave_up = tokio::time::timeout(Duration::from_millis(20), pins.enter(&pin)).await;
+        assert!(gave_up.is_err());
+        drop(held);
+        assert!(pins.enter(&pin).await.is_ok(), "the queue is empty again");
     }
 
     #[tokio::test]

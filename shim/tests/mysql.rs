@@ -5,252 +5,18 @@
 //! (127.0.0.1), `FERRY_TEST_MYSQL_USER` / `_PASSWORD` / `_DATABASE` (ferry).
 //! The user needs all privileges on the database. Run with e.g.
 //! `FERRY_TEST_MYSQL_SOCKET=/tmp/shimdb/sock cargo test -p ferry-shim --test mysql`.
-use base64::Engine;
-use bytes::Bytes;
+mod common;
+
+use common::{count, start_shim, values, Client, Db};
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
-    ExecuteRequest, ExecuteResponse, Role,
+    ExecuteRequest, Role,
 };
-use ferry_proto::vitess::query::{QueryResult, Type};
+use ferry_proto::vitess::query::Type;
 use ferry_proto::vitess::vtrpc::Code;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use mysql_async::prelude::Queryable;
 use prost::Message;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-struct Db {
-    socket: Option<String>,
-    host: String,
-    port: u16,
-    user: String,
-    password: String,
-    database: String,
-}
-
-impl Db {
-    fn from_env() -> Option<Db> {
-        let var = |n: &str| std::env::var(n).ok().filter(|v| !v.is_empty());
-        let socket = var("FERRY_TEST_MYSQL_SOCKET");
-        let port = var("FERRY_TEST_MYSQL_PORT");
-        if socket.is_none() && port.is_none() {
-            return None;
-        }
-        Some(Db {
-            socket,
-            host: var("FERRY_TEST_MYSQL_HOST").unwrap_or_else(|| "127.0.0.1".into()),
-            port: port.map_or(3306, |p| p.parse().expect("FERRY_TEST_MYSQL_PORT")),
-            user: var("FERRY_TEST_MYSQL_USER").unwrap_or_else(|| "ferry".into()),
-            password: var("FERRY_TEST_MYSQL_PASSWORD").unwrap_or_else(|| "ferry".into()),
-            database: var("FERRY_TEST_MYSQL_DATABASE").unwrap_or_else(|| "ferry".into()),
-        })
-    }
-
-    /// A direct connection, outside the shim, to see what is committed.
-    async fn direct(&self) -> mysql_async::Conn {
-        let mut b = mysql_async::OptsBuilder::default()
-            .user(Some(self.user.clone()))
-            .pass(Some(self.password.clone()))
-            .db_name(Some(self.database.clone()))
-            .prefer_socket(false);
-        b = match &self.socket {
-            Some(s) => b.socket(Some(s.clone())),
-            None => b.ip_or_hostname(self.host.clone()).tcp_port(self.port),
-        };
-        mysql_async::Conn::new(b)
-            .await
-            .expect("direct MySQL connection")
-    }
-}
-
-/// The shim process; killed when dropped.
-struct Shim {
-    child: Child,
-    port: u16,
-    unix: std::path::PathBuf,
-}
-
-impl Drop for Shim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.unix);
-    }
-}
-
-async fn start_shim(db: &Db) -> Shim {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let unix = std::env::temp_dir().join(format!("ferry-shim-test-{}.sock", std::process::id()));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferry-shim"));
-    cmd.env_clear()
-        .env("FERRY_SHIM_ADDR", format!("127.0.0.1:{port}"))
-        .env("FERRY_SHIM_UNIX", &unix)
-        .env("FERRY_MYSQL_DATABASE", &db.database)
-        // One connection per credential: every request reuses the same MySQL
-        // session, so anything left behind would show in the next request.
-        .env("FERRY_POOL_MAX", "1")
-        // ... which a pin would take from everyone else: no pins here
-        // (transactions are tested through the gateway, tests/e2e).
-        .env("FERRY_POOL_MAX_PINNED", "0")
-        .env("FERRY_LOG", "debug")
-        .stdout(Stdio::null());
-    match &db.socket {
-        Some(s) => cmd.env("FERRY_MYSQL_SOCKET", s),
-        None => cmd
-            .env("FERRY_MYSQL_HOST", &db.host)
-            .env("FERRY_MYSQL_PORT", db.port.to_string()),
-    };
-    let shim = Shim {
-        child: cmd.spawn().expect("spawn ferry-shim"),
-        port,
-        unix,
-    };
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return shim;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("ferry-shim did not start listening on {port}");
-}
-
-struct Client {
-    h2: SendRequest<Full<Bytes>>,
-    auth: String,
-}
-
-struct Answer {
-    status: u16,
-    content_type: String,
-    body: Bytes,
-}
-
-impl Answer {
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|_| panic!("not JSON: {:?}", self.body))
-    }
-}
-
-impl Client {
-    async fn connect(port: u16, user: &str, password: &str) -> Client {
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .unwrap();
-        let (h2, conn) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
-                .await
-                .expect("h2c handshake (prior knowledge)");
-        tokio::spawn(conn);
-        let auth = format!(
-            "Basic {}",
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
-        );
-        Client { h2, auth }
-    }
-
-    async fn post(&mut self, path: &str, content_type: &str, body: Vec<u8>) -> Answer {
-        let req = hyper::Request::post(format!("http://shim{path}"))
-            .header("content-type", content_type)
-            .header("authorization", &self.auth)
-            .body(Full::new(Bytes::from(body)))
-            .unwrap();
-        let resp = self.h2.send_request(req).await.expect("request");
-        let status = resp.status().as_u16();
-        let content_type = resp
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default();
-        let body = resp.into_body().collect().await.unwrap().to_bytes();
-        Answer {
-            status,
-            content_type,
-            body,
-        }
-    }
-
-    async fn execute(&mut self, query: &str) -> ExecuteResponse {
-        let req = ExecuteRequest {
-            query: query.into(),
-            ..Default::default()
-        };
-        let a = self
-            .post(
-                "/psdb.v1alpha1.Database/Execute",
-                "application/proto",
-                req.encode_to_vec(),
-            )
-            .await;
-        assert_eq!(
-            (a.status, a.content_type.as_str()),
-            (200, "application/proto"),
-            "{query}: {:?}",
-            a.body
-        );
-        let resp = ExecuteResponse::decode(a.body).expect("ExecuteResponse");
-        assert!(resp
-            .session
-            .as_ref()
-            .and_then(|s| s.vitess_session.as_ref())
-            .is_some_and(|v| v.autocommit));
-        resp
-    }
-
-    /// Runs a query that must succeed; returns its result.
-    async fn ok(&mut self, query: &str) -> QueryResult {
-        let resp = self.execute(query).await;
-        assert!(resp.error.is_none(), "{query}: {:?}", resp.error);
-        assert!(resp.timing > 0.0);
-        resp.result.expect("result")
-    }
-
-    /// Runs a query that must fail with an SQL error; returns (code, message).
-    async fn err(&mut self, query: &str) -> (Code, String) {
-        let resp = self.execute(query).await;
-        let e = resp.error.unwrap_or_else(|| panic!("{query} should fail"));
-        (Code::try_from(e.code).unwrap(), e.message)
-    }
-}
-
-/// The values of a result, as strings (None for NULL).
-fn values(r: &QueryResult) -> Vec<Vec<Option<String>>> {
-    r.rows
-        .iter()
-        .map(|row| {
-            let mut at = 0;
-            row.lengths
-                .iter()
-                .map(|&len| {
-                    if len < 0 {
-                        return None;
-                    }
-                    let v = &row.values[at..at + len as usize];
-                    at += len as usize;
-                    Some(String::from_utf8_lossy(v).into_owned())
-                })
-                .collect()
-        })
-        .collect()
-}
-
-async fn count(db: &Db, table: &str) -> i64 {
-    let mut c = db.direct().await;
-    let n: Option<i64> = c
-        .query_first(format!("SELECT COUNT(*) FROM {table}"))
-        .await
-        .unwrap();
-    n.unwrap()
-}
 
 #[tokio::test]
 async fn shim_against_mysql() {
@@ -258,7 +24,16 @@ async fn shim_against_mysql() {
         eprintln!("skipped: set FERRY_TEST_MYSQL_SOCKET or FERRY_TEST_MYSQL_PORT to run the shim against MySQL");
         return;
     };
-    let shim = start_shim(&db).await;
+    // One connection per credential: every request reuses the same MySQL
+    // session, so anything left behind would show in the next request ...
+    // which a pin would take from everyone else: no pins here (transactions
+    // are tested through the gateway, tests/e2e, and in stream.rs).
+    let shim = start_shim(
+        &db,
+        "mysql",
+        &[("FERRY_POOL_MAX", "1"), ("FERRY_POOL_MAX_PINNED", "0")],
+    )
+    .await;
     let mut c = Client::connect(shim.port, &db.user, &db.password).await;
 
     // SELECT 1

@@ -11,18 +11,8 @@ use std::ops::Range;
 
 use crate::errors::{Code, Rejection};
 
-/// Length of an envelope header.
-pub const HEADER_LEN: usize = 5;
-/// Flag: the message is compressed with the stream's encoding.
-pub const COMPRESSED: u8 = 0x01;
-/// Flag (Connect streaming): the end-of-stream message.
-pub const END_STREAM: u8 = 0x02;
-
-/// The header of a `len`-byte message (`None` above 4 GiB - 1).
-pub fn header(flags: u8, len: usize) -> Option<[u8; HEADER_LEN]> {
-    let [a, b, c, d] = u32::try_from(len).ok()?.to_be_bytes();
-    Some([flags, a, b, c, d])
-}
+use ferry_wire::envelope::parse_header;
+pub use ferry_wire::envelope::{header, COMPRESSED, END_STREAM, HEADER_LEN};
 
 /// Appends one envelope to `out`; `false` (and nothing appended) above 4 GiB - 1.
 pub fn write(flags: u8, message: &[u8], out: &mut Vec<u8>) -> bool {
@@ -206,11 +196,6 @@ impl Decoder {
         }
         Ok(())
     }
-}
-
-fn parse_header(bytes: &[u8]) -> Option<(u8, usize)> {
-    let (&[flags, a, b, c, d], _) = bytes.split_first_chunk::<HEADER_LEN>()?;
-    Some((flags, u32::from_be_bytes([a, b, c, d]) as usize))
 }
 
 /// The first `n` bytes of `chunk` (or all of it) and the rest.

@@ -1,0 +1,296 @@
+//! Where a statement's rows go, as they are read from MySQL.
+//!
+//! `Execute` answers with one message, so its sink keeps every row, up to the
+//! unary limits (`Rows`, result.rs). `StreamExecute` answers with a stream, so
+//! its sink cuts the rows into chunks, each sent as soon as it is full, into a
+//! bounded channel that the HTTP response body drains: when the client reads
+//! slowly the channel fills, `send` waits, and so does the MySQL reader — the
+//! shim holds a few chunks per stream whatever the result size.
+use crate::envelope;
+use crate::result::{row, Overflow, ResultLimits, Rows};
+use bytes::Bytes;
+use ferry_proto::psdb::v1alpha1::ExecuteResponse;
+use ferry_proto::vitess::query::{Field, QueryResult, Row};
+use mysql_async::Row as MysqlRow;
+use prost::Message;
+use tokio::sync::mpsc;
+
+/// The client went away (the response body was dropped): stop reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gone;
+
+pub enum Sink {
+    /// Execute: every row, in memory, up to the limits.
+    Collect(Rows),
+    /// StreamExecute: bounded chunks, sent as they fill.
+    Chunks(Chunks),
+}
+
+impl Sink {
+    pub fn collect(limits: ResultLimits) -> Sink {
+        Sink::Collect(Rows::new(limits))
+    }
+
+    /// The columns of the result set, before its rows.
+    pub async fn columns(&mut self, fields: &[Field]) -> Result<(), Gone> {
+        match self {
+            Sink::Collect(_) => Ok(()),
+            Sink::Chunks(c) => c.columns(fields).await,
+        }
+    }
+
+    pub async fn row(&mut self, r: &MysqlRow) -> Result<(), Gone> {
+        match self {
+            Sink::Collect(rows) => {
+                rows.push(r);
+                Ok(())
+            }
+            Sink::Chunks(c) => c.push(row(r)).await,
+        }
+    }
+
+    /// After the last row: a stream sends what it still holds.
+    pub async fn end(&mut self) -> Result<(), Gone> {
+        match self {
+            Sink::Collect(_) => Ok(()),
+            Sink::Chunks(c) => c.flush().await,
+        }
+    }
+
+    /// Which unary limit the rows passed (a stream has none).
+    pub fn overflow(&self) -> Option<Overflow> {
+        match self {
+            Sink::Collect(rows) => rows.overflow,
+            Sink::Chunks(_) => None,
+        }
+    }
+
+    /// The rows kept for the answer (a stream sent its own already).
+    pub fn take_rows(&mut self) -> Vec<Row> {
+        match self {
+            Sink::Collect(rows) => std::mem::take(&mut rows.rows),
+            Sink::Chunks(_) => Vec::new(),
+        }
+    }
+
+    /// Whether the answer's fields already went out (in a stream's first message).
+    pub fn sent_columns(&self) -> bool {
+        matches!(self, Sink::Chunks(c) if c.sent_columns)
+    }
+}
+
+/// When a chunk is full: `rows` rows, or `bytes` of encoded rows, whichever
+/// comes first (`FERRY_STREAM_CHUNK_ROWS`, `FERRY_STREAM_CHUNK_BYTES`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkPolicy {
+    pub rows: usize,
+    pub bytes: usize,
+}
+
+impl ChunkPolicy {
+    /// May a row of `next` bytes join a chunk that holds `rows` rows of
+    /// `bytes` bytes? A row alone always may (it cannot be split), so a chunk
+    /// passes `bytes` only when one row does.
+    pub fn admits(&self, rows: usize, bytes: usize, next: usize) -> bool {
+        rows == 0 || (rows < self.rows && bytes.saturating_add(next) <= self.bytes)
+    }
+
+    /// Is a chunk this size to be sent now, without waiting for another row?
+    pub fn full(&self, rows: usize, bytes: usize) -> bool {
+        rows >= self.rows || bytes >= self.bytes
+    }
+}
+
+/// The rows of a stream, cut into `ExecuteResponse` messages.
+pub struct Chunks {
+    tx: mpsc::Sender<Bytes>,
+    policy: ChunkPolicy,
+    held: Vec<Row>,
+    held_bytes: usize,
+    sent_columns: bool,
+}
+
+impl Chunks {
+    pub fn new(tx: mpsc::Sender<Bytes>, policy: ChunkPolicy) -> Chunks {
+        Chunks {
+            tx,
+            policy,
+            held: Vec::new(),
+            held_bytes: 0,
+            sent_columns: false,
+        }
+    }
+
+    /// Sends one message as a Connect data envelope; waits while the channel is full.
+    pub async fn send(&self, msg: &ExecuteResponse) -> Result<(), Gone> {
+        self.tx.send(envelope::data(msg)).await.map_err(|_| Gone)
+    }
+
+    /// The first message: the fields and no rows, as vitess streams (so a
+    /// client sees the columns before a slow query's first row).
+    async fn columns(&mut self, fields: &[Field]) -> Result<(), Gone> {
+        self.sent_columns = true;
+        self.send(&ExecuteResponse {
+            result: Some(QueryResult {
+                fields: fields.to_vec(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+    }
+
+    async fn push(&mut self, row: Row) -> Result<(), Gone> {
+        let size = encoded_row_len(&row);
+        if !self.policy.admits(self.held.len(), self.held_bytes, size) {
+            self.flush().await?;
+        }
+        self.held.push(row);
+        self.held_bytes += size;
+        if self.policy.full(self.held.len(), self.held_bytes) {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), Gone> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.held_bytes = 0;
+        let rows = std::mem::take(&mut self.held);
+        self.send(&ExecuteResponse {
+            result: Some(QueryResult {
+                rows,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// A sender that tells when the client went away, for waiting on while
+    /// MySQL has not produced a row yet.
+    pub fn watch(&self) -> mpsc::Sender<Bytes> {
+        self.tx.clone()
+    }
+}
+
+/// The bytes a row adds to a `QueryResult` (`repeated Row rows = 4`).
+fn encoded_row_len(row: &Row) -> usize {
+    let len = row.encoded_len();
+    1 + prost::length_delimiter_len(len) + len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::row_from_values;
+    use mysql_async::Value;
+
+    #[test]
+    fn chunks_end_at_rows_or_bytes_whichever_first() {
+        let p = ChunkPolicy {
+            rows: 3,
+            bytes: 100,
+        };
+        assert!(p.admits(0, 0, 1000), "a row alone always fits");
+        assert!(p.admits(2, 50, 50));
+        assert!(!p.admits(2, 50, 51), "would pass the byte bound");
+        assert!(!p.admits(3, 3, 1), "row bound");
+        assert!(!p.full(2, 99));
+        assert!(p.full(3, 3));
+        assert!(p.full(1, 100));
+    }
+
+    fn value_row(len: usize) -> Row {
+        let values = [Value::Bytes(vec![b'x'; len])];
+        row_from_values(values.iter().map(Some))
+    }
+
+    fn decode(b: &Bytes) -> ExecuteResponse {
+        assert_eq!(b[0], 0, "data envelope");
+        let len = u32::from_be_bytes([b[1], b[2], b[3], b[4]]) as usize;
+        assert_eq!(len, b.len() - 5);
+        ExecuteResponse::decode(&b[5..]).unwrap()
+    }
+
+    async fn received(mut rx: mpsc::Receiver<Bytes>) -> Vec<ExecuteResponse> {
+        let mut msgs = Vec::new();
+        while let Some(b) = rx.recv().await {
+            msgs.push(decode(&b));
+        }
+        msgs
+    }
+
+    #[tokio::test]
+    async fn a_stream_sends_fields_first_then_bounded_chunks() {
+        let (tx, rx) = mpsc::channel(64);
+        let mut chunks = Chunks::new(
+            tx,
+            ChunkPolicy {
+                rows: 4,
+                bytes: 1 << 20,
+            },
+        );
+        let fields = [Field {
+            name: "x".into(),
+            ..Default::default()
+        }];
+        chunks.columns(&fields).await.unwrap();
+        for _ in 0..10 {
+            chunks.push(value_row(3)).await.unwrap();
+        }
+        let mut sink = Sink::Chunks(chunks);
+        sink.end().await.unwrap();
+        assert!(sink.sent_columns() && sink.take_rows().is_empty() && sink.overflow().is_none());
+        drop(sink);
+        let msgs = received(rx).await;
+        let first = msgs[0].result.as_ref().unwrap();
+        assert_eq!((first.fields.len(), first.rows.len()), (1, 0));
+        let sizes: Vec<usize> = msgs[1..]
+            .iter()
+            .map(|m| {
+                let r = m.result.as_ref().unwrap();
+                assert!(r.fields.is_empty() && m.session.is_none());
+                r.rows.len()
+            })
+            .collect();
+        assert_eq!(sizes, [4, 4, 2]);
+    }
+
+    #[tokio::test]
+    async fn the_byte_bound_cuts_before_a_row_that_would_pass_it() {
+        let (tx, rx) = mpsc::channel(64);
+        let mut chunks = Chunks::new(
+            tx,
+            ChunkPolicy {
+                rows: 1000,
+                bytes: 250,
+            },
+        );
+        for _ in 0..5 {
+            chunks.push(value_row(100)).await.unwrap();
+        }
+        chunks.flush().await.unwrap();
+        drop(chunks);
+        let sizes: Vec<usize> = received(rx)
+            .await
+            .into_iter()
+            .map(|m| m.result.unwrap().rows.len())
+            .collect();
+        assert_eq!(
+            sizes,
+            [2, 2, 1],
+            "two 100-byte rows fit in 250, three do not"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_closed_channel_is_gone() {
+        let (tx, rx) = mpsc::channel(1);
+        drop(rx);
+        let mut chunks = Chunks::new(tx, ChunkPolicy { rows: 1, bytes: 1 });
+        assert_eq!(chunks.push(value_row(1)).await, Err(Gone));
+    }
+}

@@ -1,0 +1,230 @@
+//! StreamExecute: one statement answered as a Connect stream (envelope.rs,
+//! `application/connect+proto`, HTTP 200) of `ExecuteResponse` messages, in
+//! the order vitess's vtgate streams them and PlanetScale's clients
+//! (psdbproxy) read them:
+//!
+//! 1. a statement with rows: its fields, no rows; then its rows in chunks of
+//!    at most `FERRY_STREAM_CHUNK_ROWS` rows / `FERRY_STREAM_CHUNK_BYTES`
+//!    bytes, without fields. A statement without rows: one message with its
+//!    `QueryResult` (rows affected, insert id, info).
+//! 2. last, the session (with `error` if the statement failed in SQL, as
+//!    Execute answers it); no `timing` (psdb leaves it out of streams).
+//! 3. the end of stream: `{}`, or an error that is not SQL — the deadline
+//!    passed (`deadline_exceeded`), the MySQL connection was lost — after
+//!    the session message all the same (vitess: "even if there is an error,
+//!    session could have been modified").
+//!
+//! Failures before the stream starts (credentials, no connection, a bad
+//! request, a deadline passed while waiting) are unary Connect errors with
+//! their HTTP status, as for Execute.
+//!
+//! The statement runs in a task of its own, feeding a channel of a few
+//! chunks that the response body drains: a slow client stops the MySQL
+//! reads, not the shim's memory. When the body is dropped (the client went
+//! away) the task sees the channel close and stops the statement (cancel.rs).
+use crate::auth::Credentials;
+use crate::connect_error::ConnectError;
+use crate::deadline::Deadline;
+use crate::envelope;
+use crate::execute::{self, Start, Stop};
+use crate::server::App;
+use crate::sink::{Chunks, Gone, Sink};
+use bytes::Bytes;
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use http::header::{HeaderValue, CONTENT_TYPE};
+use http::Response;
+use http_body::{Body, Frame};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+/// Messages that may wait between the MySQL reader and the response body
+/// (with the one being built and the one hyper is writing: a few chunks).
+const BUFFERED: usize = 4;
+
+/// Starts the statement; `Err` is an answer before the stream starts.
+pub async fn stream_execute(
+    app: Arc<App>,
+    creds: Credentials,
+    req: ExecuteRequest,
+    deadline: Deadline,
+) -> Result<Response<StreamBody>, ConnectError> {
+    let start = deadline.within(execute::start(&app, &creds, req)).await??;
+    let (tx, rx) = mpsc::channel(BUFFERED);
+    tokio::spawn(produce(app, creds, start, tx, deadline));
+    let mut resp = Response::new(StreamBody { rx });
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(envelope::CONTENT_TYPE),
+    );
+    Ok(resp)
+}
+
+async fn produce(
+    app: Arc<App>,
+    creds: Credentials,
+    start: Start,
+    tx: mpsc::Sender<Bytes>,
+    deadline: Deadline,
+) {
+    let mut sink = Sink::Chunks(Chunks::new(tx.clone(), app.stream_chunks));
+    let (last, error) = match start {
+        Start::Answered(resp) => (resp, None),
+        Start::Run(ready) => {
+            let as_is = ready.session_as_is(&app, &creds);
+            let stop = Stop {
+                deadline,
+                watch: Some(tx.clone()),
+            };
+            match execute::run(&app, &creds, ready, &mut sink, &stop).await {
+                Ok(resp) => (resp, None),
+                // Nobody to tell; the statement was stopped.
+                Err(_) if tx.is_closed() => return,
+                Err(e) => (
+                    ExecuteResponse {
+                        session: Some(as_is),
+                        ..Default::default()
+                    },
+                    Some(e),
+                ),
+            }
+        }
+    };
+    let _ = finish(&tx, last, sink.sent_columns(), error.as_ref()).await;
+}
+
+async fn finish(
+    tx: &mpsc::Sender<Bytes>,
+    last: ExecuteResponse,
+    sent_columns: bool,
+    error: Option<&ConnectError>,
+) -> Result<(), Gone> {
+    for msg in closing_messages(last, sent_columns) {
+        tx.send(envelope::data(&msg)).await.map_err(|_| Gone)?;
+    }
+    tx.send(envelope::end_stream(error)).await.map_err(|_| Gone)
+}
+
+/// The data messages that end a stream, from the statement's answer: its
+/// result unless its fields went first (then its rows went too), then the
+/// session with the SQL error, if any.
+pub fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<ExecuteResponse> {
+    let mut msgs = Vec::with_capacity(2);
+    if let Some(result) = last.result.filter(|_| !sent_columns) {
+        msgs.push(ExecuteResponse {
+            result: Some(result),
+            ..Default::default()
+        });
+    }
+    msgs.push(ExecuteResponse {
+        session: last.session,
+        error: last.error,
+        ..Default::default()
+    });
+    msgs
+}
+
+/// The response body: envelopes as the statement's task sends them; ends
+/// when the task is done. Dropped by hyper when the client goes away, which
+/// closes the channel.
+pub struct StreamBody {
+    rx: mpsc::Receiver<Bytes>,
+}
+
+impl Body for StreamBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferry_proto::psdb::v1alpha1::Session;
+    use ferry_proto::vitess::query::{Field, QueryResult};
+    use ferry_proto::vitess::vtrpc::RpcError;
+    use http_body_util::BodyExt;
+
+    fn session() -> Option<Session> {
+        Some(Session {
+            signature: b"sig".to_vec(),
+            vitess_session: None,
+        })
+    }
+
+    #[test]
+    fn a_stream_ends_with_its_session_and_never_timing() {
+        // Rows were streamed: only the session closes it.
+        let select = ExecuteResponse {
+            session: session(),
+            result: Some(QueryResult {
+                fields: vec![Field::default()],
+                ..Default::default()
+            }),
+            error: None,
+            timing: 0.25,
+        };
+        let msgs = closing_messages(select, true);
+        assert_eq!(msgs.len(), 1);
+        assert_eq!((msgs[0].session.clone(), msgs[0].timing), (session(), 0.0));
+        assert!(msgs[0].result.is_none());
+
+        // No rows: the OK numbers, then the session.
+        let insert = ExecuteResponse {
+            session: session(),
+            result: Some(QueryResult {
+                rows_affected: 3,
+                ..Default::default()
+            }),
+            error: None,
+            timing: 0.25,
+        };
+        let msgs = closing_messages(insert, false);
+        assert_eq!(msgs.len(), 2);
+        assert_eq!(msgs[0].result.as_ref().unwrap().rows_affected, 3);
+        assert!(msgs[0].session.is_none() && msgs[1].result.is_none());
+        assert_eq!(msgs[1].session, session());
+
+        // An SQL error rides with the session.
+        let failed = ExecuteResponse {
+            session: session(),
+            error: Some(RpcError {
+                message: "no".into(),
+                code: 5,
+            }),
+            ..Default::default()
+        };
+        let msgs = closing_messages(failed, false);
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs[0].error.as_ref().unwrap().code, 5);
+    }
+
+    #[tokio::test]
+    async fn the_body_yields_what_the_task_sends_then_ends() {
+        let (tx, rx) = mpsc::channel(2);
+        let body = StreamBody { rx };
+        tokio::spawn(async move {
+            tx.send(Bytes::from_static(b"a")).await.unwrap();
+            tx.send(envelope::end_stream(None)).await.unwrap();
+        });
+        let all = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&all[..], b"a\x02\x00\x00\x00\x02{}");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_body_closes_the_channel() {
+        let (tx, rx) = mpsc::channel::<Bytes>(1);
+        drop(StreamBody { rx });
+        tokio::time::timeout(std::time::Duration::from_secs(1), tx.closed())
+            .await
+            .expect("closed");
+    }
+}

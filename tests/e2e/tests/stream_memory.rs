@@ -1,0 +1,129 @@
+//! A StreamExecute of more than a GiB arrives complete and in order while Envoy's and
+//! the shim's memory stays bounded: nothing in the path buffers the result. Run alone
+//! (`--ignored`, by scripts/e2e.sh), so no other test moves the RSS figures.
+mod common;
+
+use common::cfg;
+use ferry_e2e::framed::STREAM_EXECUTE;
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const THOUSAND: &str =
+    "WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999) SELECT n FROM k";
+/// Rows of this many bytes each, numbered from 0.
+const ROW_BYTES: u64 = 8192;
+const ROWS: u64 = 160_000; // 1.22 GiB of values
+
+fn pid(name: &str) -> u32 {
+    let run_dir = cfg().root_cnf.parent().unwrap().to_path_buf();
+    std::fs::read_to_string(run_dir.join("pids").join(format!("{name}.pid")))
+        .unwrap_or_else(|e| panic!("{name}.pid: {e}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Resident memory of a process, KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "alone: measures the gateway's memory (scripts/e2e.sh runs it)"]
+async fn a_gib_stream_arrives_whole_in_bounded_memory() {
+    let (envoy, shim) = (pid("envoy"), pid("shim"));
+    let baseline = (rss_kib(envoy), rss_kib(shim));
+    let peaks = Arc::new((AtomicU64::new(baseline.0), AtomicU64::new(baseline.1)));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peaks, done) = (peaks.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peaks.0.fetch_max(rss_kib(envoy), Ordering::Relaxed);
+                peaks.1.fetch_max(rss_kib(shim), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+
+    let query = format!(
+        "SELECT n, REPEAT(CHAR(65 + n % 26), {ROW_BYTES}) AS v FROM \
+         (SELECT a.n * 1000 + b.n AS n FROM ({THOUSAND}) a, ({THOUSAND}) b) s \
+         WHERE n < {ROWS} ORDER BY n"
+    );
+    let cfg = cfg();
+    let channel = ferry_e2e::grpc::channel(&cfg).await;
+    let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(64 << 20);
+    grpc.ready().await.unwrap();
+    let mut req = tonic::Request::new(ExecuteRequest {
+        query,
+        ..Default::default()
+    });
+    req.metadata_mut()
+        .insert("authorization", cfg.basic_auth().parse().unwrap());
+    let codec = tonic_prost::ProstCodec::<ExecuteRequest, ExecuteResponse>::default();
+    let started = Instant::now();
+    let mut stream = grpc
+        .server_streaming(
+            req,
+            http::uri::PathAndQuery::from_static(STREAM_EXECUTE),
+            codec,
+        )
+        .await
+        .unwrap()
+        .into_inner();
+    let (mut next, mut bytes, mut messages) = (0u64, 0u64, 0u64);
+    while let Some(m) = stream.message().await.unwrap() {
+        messages += 1;
+        let Some(result) = m.result else { continue };
+        for row in &result.rows {
+            let cells = ferry_e2e::rows::cells(row);
+            let n: u64 = std::str::from_utf8(cells[0].as_ref().unwrap())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(n, next, "rows in order");
+            let v = cells[1].as_ref().unwrap();
+            assert_eq!(v.len() as u64, ROW_BYTES);
+            assert!(v.iter().all(|&b| b == 65 + (n % 26) as u8));
+            bytes += v.len() as u64;
+            next += 1;
+        }
+    }
+    let took = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    assert_eq!(next, ROWS, "every row arrived");
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let (envoy_peak, shim_peak) = (
+        peaks.0.load(Ordering::Relaxed),
+        peaks.1.load(Ordering::Relaxed),
+    );
+    eprintln!(
+        "streamed {:.2} GiB in {messages} messages in {took:.1?} ({:.0} MB/s); peak RSS: envoy {:.1} MiB (baseline {:.1}), shim {:.1} MiB (baseline {:.1})",
+        bytes as f64 / (1u64 << 30) as f64,
+        bytes as f64 / 1e6 / took.as_secs_f64(),
+        mib(envoy_peak),
+        mib(baseline.0),
+        mib(shim_peak),
+        mib(baseline.1),
+    );
+    // Bounded: neither process grows by anything near the result's size.
+    assert!(
+        mib(shim_peak) < 128.0,
+        "shim peak {:.1} MiB",
+        mib(shim_peak)
+    );
+    assert!(
+        mib(envoy_peak - baseline.0) < 128.0,
+        "envoy grew {:.1} MiB while streaming",
+        mib(envoy_peak - baseline.0)
+    );
+}
