@@ -91,11 +91,12 @@ shim_up() {
   local cmd=("$FERRY_SHIM_BIN")
   # FERRY_MYSQL_TRANSPORT=tcp: reach MySQL at host:port even though a socket is known.
   if [ "$FERRY_MYSQL_TRANSPORT" = tcp ]; then cmd=(env -u FERRY_MYSQL_SOCKET "${cmd[@]}"); fi
+  [ -z "$FERRY_SHIM_UNIX" ] || mkdir -p "$(dirname "$FERRY_SHIM_UNIX")"
   if [ -n "$FERRY_SHIM_USER" ] && [ "$FERRY_SHIM_USER" != "$(id -un)" ]; then
     # The shim as its own unprivileged OS user; its unix socket's directory is its own,
     # and it may read the session keys.
     chown "$FERRY_SHIM_USER" "$FERRY_SESSION_KEYS_FILE"
-    [ -z "$FERRY_SHIM_UNIX" ] || { mkdir -p "$(dirname "$FERRY_SHIM_UNIX")" && chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"; }
+    [ -z "$FERRY_SHIM_UNIX" ] || chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"
     cmd=(setpriv --reuid="$FERRY_SHIM_USER" --regid="$(id -g "$FERRY_SHIM_USER")" --init-groups -- "${cmd[@]}")
   fi
   start shim "${cmd[@]}"

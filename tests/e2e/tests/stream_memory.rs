@@ -126,4 +126,36 @@ async fn a_gib_stream_arrives_whole_in_bounded_memory() {
         "envoy grew {:.1} MiB while streaming",
         mib(envoy_peak - baseline.0)
     );
+
+    // A unary answer is held whole (converted at its end): Envoy's growth for a
+    // ~27.5 MB answer converted to JSON, against the answer's size.
+    let before = rss_kib(envoy);
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(before));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kib(envoy), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let unary = format!(
+        "SELECT n, REPEAT(CHAR(65 + n % 26), 2750) AS v FROM \
+         (SELECT a.n * 1000 + b.n AS n FROM ({THOUSAND}) a, ({THOUSAND}) b) s WHERE n < 10000"
+    );
+    let a = ferry_e2e::connect::ConnectClient::http2(&cfg)
+        .execute_json(&unary)
+        .await;
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    assert_eq!(a.status, 200);
+    let grew = peak.load(Ordering::Relaxed).saturating_sub(before);
+    eprintln!(
+        "unary Connect JSON answer of {:.1} MB: envoy grew {:.1} MiB ({:.2}x the answer)",
+        a.body.len() as f64 / 1e6,
+        mib(grew),
+        (grew * 1024) as f64 / a.body.len() as f64
+    );
 }
