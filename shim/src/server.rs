@@ -349,10 +349,15 @@ pub async fn serve(
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new());
+    // Header limits far above Envoy's (60 KiB by default): an oversized header is the
+    // gateway's to refuse with a clear error (the filter checks Authorization against
+    // ferry-wire's limit), never this server's bare 431.
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_concurrent_streams(1024);
+        .max_concurrent_streams(1024)
+        .max_header_list_size(256 << 10);
+    builder.http1().max_buf_size(512 << 10);
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {

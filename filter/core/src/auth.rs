@@ -1,41 +1,25 @@
-//! The credential check the filter does itself: an `Authorization: Basic` header with
-//! base64 `user:password`. Whether the credentials are right is the shim's business
-//! (they are the database's); the filter refuses requests that cannot carry any.
+//! The credential check the filter does itself, with the shim's own reading of
+//! `Authorization: Basic` (ferry-wire): whether the credentials are right is the
+//! shim's business (they are the database's); the filter refuses requests that cannot
+//! carry any, and a header larger than the shim's limit, with a clear error.
 
-use base64::{
-    alphabet,
-    engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig},
-    Engine,
-};
+use ferry_wire::basic_auth::{self, AuthError};
 
 use crate::errors::{Code, Rejection};
 
-/// Standard base64, padding optional.
-const BASE64: GeneralPurpose = GeneralPurpose::new(
-    &alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
 /// Checks the `Authorization` header: `Basic base64(user:password)` with a non-empty
-/// user (the password may be empty).
+/// user (the password may be empty: refusing that is the shim's policy).
 pub fn check_basic(header: Option<&str>) -> Result<(), Rejection> {
-    let header = header.ok_or_else(|| unauthenticated("missing Authorization header"))?;
-    let (scheme, credentials) = header.trim().split_once(' ').unwrap_or((header.trim(), ""));
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return Err(unauthenticated("Authorization must use the Basic scheme"));
+    match basic_auth::parse(header.map(str::as_bytes)) {
+        Ok(_) => Ok(()),
+        // Not a credential problem: the request is too large to be served at all.
+        Err(AuthError::TooLarge) => Err(Rejection::new(
+            Code::ResourceExhausted,
+            AuthError::TooLarge.message(),
+        )
+        .with_http_status(431)),
+        Err(e) => Err(Rejection::new(Code::Unauthenticated, e.message())),
     }
-    let decoded = BASE64
-        .decode(credentials.trim())
-        .map_err(|_| unauthenticated("Basic credentials are not valid base64"))?;
-    match decoded.iter().position(|&b| b == b':') {
-        Some(0) => Err(unauthenticated("Basic credentials have an empty user name")),
-        Some(_) => Ok(()),
-        None => Err(unauthenticated("Basic credentials must be user:password")),
-    }
-}
-
-fn unauthenticated(message: &str) -> Rejection {
-    Rejection::new(Code::Unauthenticated, message)
 }
 
 #[cfg(test)]
@@ -56,7 +40,10 @@ mod tests {
 
     #[test]
     fn refuses_everything_else() {
-        assert_eq!(msg(None), "missing Authorization header");
+        assert_eq!(
+            msg(None),
+            "missing Authorization header (Basic credentials required)"
+        );
         assert_eq!(msg(Some("")), "Authorization must use the Basic scheme");
         assert_eq!(
             msg(Some("Bearer abc")),
@@ -79,5 +66,14 @@ mod tests {
             "Basic credentials have an empty user name"
         );
         assert_eq!(check_basic(None).unwrap_err().code, Code::Unauthenticated);
+    }
+
+    #[test]
+    fn an_oversized_header_is_refused_by_the_gateway() {
+        let huge = format!("Basic {}", "QUFB".repeat(15_000)); // 60 KB
+        let r = check_basic(Some(&huge)).unwrap_err();
+        assert_eq!(r.code, Code::ResourceExhausted);
+        assert_eq!(r.connect_http_status(), 431);
+        assert!(r.message.contains("4096-byte limit"), "{}", r.message);
     }
 }

@@ -1,147 +1,51 @@
-//! RPC status codes: one table row per code with its Connect name, gRPC number and
-//! Connect HTTP status, plus the gRPC spec's HTTP-status → code table for answers
-//! that did not come from an RPC server (e.g. Envoy's own 503). Tables, not branches.
+//! RPC status codes: the codes shared by gRPC and Connect (their numbers, Connect names
+//! and HTTP statuses are ferry-wire's status table, which the shim uses too), plus the
+//! gRPC spec's HTTP-status → code table for answers that did not come from an RPC
+//! server (e.g. Envoy's own 503). Tables, not branches.
 
-/// The RPC status codes shared by gRPC and Connect (`OK` is not an error and has no row).
+use ferry_wire::status::{self, Status};
+
+/// The RPC status codes shared by gRPC and Connect (`OK` is not an error and has no
+/// variant); each is its gRPC number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Code {
-    Canceled,
-    Unknown,
-    InvalidArgument,
-    DeadlineExceeded,
-    NotFound,
-    AlreadyExists,
-    PermissionDenied,
-    ResourceExhausted,
-    FailedPrecondition,
-    Aborted,
-    OutOfRange,
-    Unimplemented,
-    Internal,
-    Unavailable,
-    DataLoss,
-    Unauthenticated,
+    Canceled = 1,
+    Unknown = 2,
+    InvalidArgument = 3,
+    DeadlineExceeded = 4,
+    NotFound = 5,
+    AlreadyExists = 6,
+    PermissionDenied = 7,
+    ResourceExhausted = 8,
+    FailedPrecondition = 9,
+    Aborted = 10,
+    OutOfRange = 11,
+    Unimplemented = 12,
+    Internal = 13,
+    Unavailable = 14,
+    DataLoss = 15,
+    Unauthenticated = 16,
 }
 
-/// One row of the status table.
-#[derive(Debug)]
-pub struct Row {
-    pub code: Code,
-    /// Connect's name (the `code` field of a Connect error body).
-    pub connect: &'static str,
-    /// gRPC's number (the `grpc-status` value).
-    pub grpc: u32,
-    /// The HTTP status Connect uses for this code.
-    pub http: u16,
-}
-
-/// The status table (Connect protocol spec, "Error Codes"; gRPC `statuscodes.md`).
-pub const TABLE: &[Row] = &[
-    Row {
-        code: Code::Canceled,
-        connect: "canceled",
-        grpc: 1,
-        http: 499,
-    },
-    Row {
-        code: Code::Unknown,
-        connect: "unknown",
-        grpc: 2,
-        http: 500,
-    },
-    Row {
-        code: Code::InvalidArgument,
-        connect: "invalid_argument",
-        grpc: 3,
-        http: 400,
-    },
-    Row {
-        code: Code::DeadlineExceeded,
-        connect: "deadline_exceeded",
-        grpc: 4,
-        http: 504,
-    },
-    Row {
-        code: Code::NotFound,
-        connect: "not_found",
-        grpc: 5,
-        http: 404,
-    },
-    Row {
-        code: Code::AlreadyExists,
-        connect: "already_exists",
-        grpc: 6,
-        http: 409,
-    },
-    Row {
-        code: Code::PermissionDenied,
-        connect: "permission_denied",
-        grpc: 7,
-        http: 403,
-    },
-    Row {
-        code: Code::ResourceExhausted,
-        connect: "resource_exhausted",
-        grpc: 8,
-        http: 429,
-    },
-    Row {
-        code: Code::FailedPrecondition,
-        connect: "failed_precondition",
-        grpc: 9,
-        http: 400,
-    },
-    Row {
-        code: Code::Aborted,
-        connect: "aborted",
-        grpc: 10,
-        http: 409,
-    },
-    Row {
-        code: Code::OutOfRange,
-        connect: "out_of_range",
-        grpc: 11,
-        http: 400,
-    },
-    Row {
-        code: Code::Unimplemented,
-        connect: "unimplemented",
-        grpc: 12,
-        http: 501,
-    },
-    Row {
-        code: Code::Internal,
-        connect: "internal",
-        grpc: 13,
-        http: 500,
-    },
-    Row {
-        code: Code::Unavailable,
-        connect: "unavailable",
-        grpc: 14,
-        http: 503,
-    },
-    Row {
-        code: Code::DataLoss,
-        connect: "data_loss",
-        grpc: 15,
-        http: 500,
-    },
-    Row {
-        code: Code::Unauthenticated,
-        connect: "unauthenticated",
-        grpc: 16,
-        http: 401,
-    },
+/// Every code, in gRPC order.
+const ALL: [Code; 16] = [
+    Code::Canceled,
+    Code::Unknown,
+    Code::InvalidArgument,
+    Code::DeadlineExceeded,
+    Code::NotFound,
+    Code::AlreadyExists,
+    Code::PermissionDenied,
+    Code::ResourceExhausted,
+    Code::FailedPrecondition,
+    Code::Aborted,
+    Code::OutOfRange,
+    Code::Unimplemented,
+    Code::Internal,
+    Code::Unavailable,
+    Code::DataLoss,
+    Code::Unauthenticated,
 ];
-
-/// The row used if a code were ever missing from [`TABLE`] (a unit test proves none is).
-const FALLBACK: Row = Row {
-    code: Code::Unknown,
-    connect: "unknown",
-    grpc: 2,
-    http: 500,
-};
 
 /// gRPC's mapping of an HTTP status from a non-gRPC answer to a code
 /// (`doc/http-grpc-status-mapping.md`); Connect clients use the same table.
@@ -158,11 +62,8 @@ pub const HTTP_TO_CODE: &[(u16, Code)] = &[
 ];
 
 impl Code {
-    fn row(self) -> &'static Row {
-        TABLE
-            .iter()
-            .find(|row| row.code == self)
-            .unwrap_or(&FALLBACK)
+    fn row(self) -> Status {
+        status::by_grpc(self.grpc()).unwrap_or(status::UNKNOWN)
     }
 
     /// Connect's name of the code, e.g. `invalid_argument`.
@@ -172,7 +73,7 @@ impl Code {
 
     /// gRPC's number of the code, e.g. 3.
     pub fn grpc(self) -> u32 {
-        self.row().grpc
+        self as u32
     }
 
     /// The HTTP status of a Connect error with this code, e.g. 400.
@@ -182,10 +83,8 @@ impl Code {
 
     /// The code named `name` in a Connect error body; `None` for names not in the table.
     pub fn from_connect_name(name: &str) -> Option<Code> {
-        TABLE
-            .iter()
-            .find(|row| row.connect == name)
-            .map(|row| row.code)
+        let row = status::by_connect(name)?;
+        ALL.iter().copied().find(|code| code.grpc() == row.grpc)
     }
 
     /// The code for an HTTP status of an answer that carries no RPC status.
@@ -240,40 +139,16 @@ impl Rejection {
 mod tests {
     use super::*;
 
-    const ALL: [Code; 16] = [
-        Code::Canceled,
-        Code::Unknown,
-        Code::InvalidArgument,
-        Code::DeadlineExceeded,
-        Code::NotFound,
-        Code::AlreadyExists,
-        Code::PermissionDenied,
-        Code::ResourceExhausted,
-        Code::FailedPrecondition,
-        Code::Aborted,
-        Code::OutOfRange,
-        Code::Unimplemented,
-        Code::Internal,
-        Code::Unavailable,
-        Code::DataLoss,
-        Code::Unauthenticated,
-    ];
-
     #[test]
-    fn every_code_has_exactly_one_row_and_names_round_trip() {
-        assert_eq!(TABLE.len(), ALL.len());
-        for code in ALL {
-            assert_eq!(
-                TABLE.iter().filter(|r| r.code == code).count(),
-                1,
-                "{code:?}"
-            );
+    fn every_code_has_its_row_and_names_round_trip() {
+        for (i, code) in ALL.into_iter().enumerate() {
+            assert_eq!(code.grpc() as usize, i + 1, "gRPC numbers in order");
+            if code != Code::Unknown {
+                assert_ne!(code.row(), status::UNKNOWN, "{code:?}: a row of its own");
+            }
             assert_eq!(Code::from_connect_name(code.connect_name()), Some(code));
         }
-        // gRPC numbers are 1..=16 in order.
-        for (i, row) in TABLE.iter().enumerate() {
-            assert_eq!(row.grpc as usize, i + 1);
-        }
+        assert_eq!(Code::Unknown.row(), status::UNKNOWN);
     }
 
     #[test]

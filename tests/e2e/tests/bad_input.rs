@@ -365,3 +365,61 @@ async fn answers_too_large_after_conversion() {
 
     still_serving().await;
 }
+
+/// The gateway and the shim read credentials alike (ferry-wire): unpadded base64 is
+/// served, and an oversized Authorization header is refused by the gateway with a
+/// clear error, not by the shim's HTTP server with a bare 431.
+#[tokio::test]
+async fn credentials_read_alike_and_oversized_headers_are_refused_clearly() {
+    let cfg = cfg();
+    let c = ConnectClient::http2(&cfg);
+    let padded = basic_auth(&cfg.user, &cfg.password);
+    let unpadded = padded.trim_end_matches('=').to_owned();
+    assert_ne!(padded, unpadded, "the dev credentials need padding");
+    let body = serde_json::json!({ "query": "SELECT 1" }).to_string().into_bytes();
+    let a = c
+        .post(
+            EXECUTE,
+            &[("content-type", "application/json"), ("authorization", &unpadded)],
+            body.clone(),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+    assert!(a.json().get("error").is_none(), "{}", a.json());
+
+    let huge = format!("Basic {}", "QUFB".repeat(15_000)); // 60 KB, under Envoy's 60 KiB
+    let a = c
+        .post(
+            EXECUTE,
+            &[("content-type", "application/json"), ("authorization", &huge)],
+            body,
+        )
+        .await;
+    assert_eq!(a.status, 431, "{:?}", String::from_utf8_lossy(&a.body));
+    let json = a.json();
+    assert_eq!(json["code"], "resource_exhausted");
+    assert!(
+        json["message"].as_str().unwrap().contains("4096-byte limit"),
+        "{json}"
+    );
+    let msg = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut h3 = H3Client::connect(&cfg).await.unwrap();
+    let a = h3
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/grpc"),
+                ("te", "trailers"),
+                ("authorization", &huge),
+            ],
+            grpc_frame(&msg).into(),
+        )
+        .await
+        .unwrap();
+    assert_grpc_error(&a, 8, "a 60 KB Authorization header over gRPC");
+    still_serving().await;
+}

@@ -45,7 +45,10 @@ async fn large_insert_and_select_compressed_and_not() {
     let cols: Vec<String> = (0..10).map(|c| format!("c{c} VARCHAR(300)")).collect();
     let r = execute(
         Way::ConnectProtoH2,
-        &format!("CREATE TABLE {table} (id INT PRIMARY KEY, {})", cols.join(", ")),
+        &format!(
+            "CREATE TABLE {table} (id INT PRIMARY KEY, {})",
+            cols.join(", ")
+        ),
     )
     .await;
     assert!(r.error.is_none(), "{:?}", r.error);
@@ -102,7 +105,9 @@ async fn large_insert_and_select_compressed_and_not() {
             accept,
         };
         let body = if json {
-            serde_json::json!({ "query": query }).to_string().into_bytes()
+            serde_json::json!({ "query": query })
+                .to_string()
+                .into_bytes()
         } else {
             ExecuteRequest {
                 query: query.clone(),
@@ -129,7 +134,11 @@ async fn large_insert_and_select_compressed_and_not() {
             let cells = ferry_e2e::rows::cells(row);
             assert_eq!(cells[0].as_deref(), Some(i.to_string().as_bytes()));
             for (c, v) in columns(i).iter().enumerate() {
-                assert_eq!(cells[c + 1].as_deref(), Some(v.as_bytes()), "{shape:?} row {i}");
+                assert_eq!(
+                    cells[c + 1].as_deref(),
+                    Some(v.as_bytes()),
+                    "{shape:?} row {i}"
+                );
                 bytes += v.len();
             }
         }
