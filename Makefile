@@ -118,3 +118,12 @@ fuzz:
 
 fuzz-smoke:
 	fuzz/run.sh 10
+
+# Compression (loadtest/README.md "Compression"): per codec, large SELECT/INSERT on the far
+# shape against MySQL plain and zlib and MySQL 8.0's zstd 1/3/7 (installs MySQL 8.0 under
+# .run/mysql80 once, ~550 MB download), the loopback cost per codec (CPU per call of Envoy,
+# shim and MariaDB), and Envoy's compressor filter (envoy/compressor.yaml) against the
+# Ferry filter's own. ~50 minutes; needs root (netns).
+.PHONY: bench-compression
+bench-compression: build
+	loadtest/bench.sh compression

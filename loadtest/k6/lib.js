@@ -5,6 +5,12 @@
 //   VUS, ITERATIONS (per VU) or DURATION (e.g. 10s)
 //   SUMMARY    where handleSummary writes the run's JSON;  LABELS  JSON object copied into it
 //   HEADERS    JSON object of extra request headers (Ferry);  COMPRESS=1  MySQL zlib compression
+//   CODEC      identity | gzip | zstd | snappy | s2: Ferry sends Content-Encoding (requests of
+//              1 KiB and more) and Accept-Encoding with it, and decodes the answer. Ferry over
+//              HTTP/2 then goes through our extension (Go x/net/http2) instead of k6's http,
+//              which decodes neither zstd nor snappy/s2, so h2 and h3 share one client code path.
+//   FORMAT     json (default) | proto: Connect unary JSON or proto (proto: our extension too)
+// (client({codec, format}) overrides CODEC / FORMAT for one client.)
 import http from 'k6/http';
 import ferry from 'k6/x/ferry';
 import mysql from 'k6/x/ferry/mysql';
@@ -27,6 +33,7 @@ const wireRecv = new Counter('wire_recv');
 // Cold start: did TLS resume, and what became of HTTP/3 early data.
 const resumed = new Counter('tls_resumed');
 const encoded = new Counter('answers_encoded'); // the gateway compressed the answer
+const pairIdentity = new Trend('pair_identity_ms', true); // paired(): the identity twin of each call
 const early = { accepted: new Counter('h3_0rtt_accepted'), rejected: new Counter('h3_0rtt_rejected'), 425: new Counter('h3_0rtt_425') };
 
 // Percentiles kept in the summary: enough points to draw each latency distribution.
@@ -66,12 +73,13 @@ export function client(o = {}) {
     return withTxn((sql, record = true) => note(/^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql), record),
       (sql) => /^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql));
   }
-  if (CLIENT === 'h3' || (CLIENT === 'h2' && o.ext)) {
+  const codec = o.codec || E.CODEC || '', format = o.format || E.FORMAT || 'json';
+  if (CLIENT === 'h3' || (CLIENT === 'h2' && (o.ext || codec || format === 'proto'))) {
     const c = ferry.client({
       url: FERRY_URL, proto: CLIENT, ca: E.CA || '', serverName: E.SERVER_NAME || '',
       user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry',
       fresh: !!o.fresh, resume: !!o.resume, zeroRtt: !!o.zeroRtt, headers: HEADERS,
-      session: !!o.session,
+      session: !!o.session, codec, format,
     });
     return withTxn((sql, record = true) => note(c.execute(sql), record), (sql) => c.execute(sql), !!o.session);
   }
@@ -82,8 +90,38 @@ export function client(o = {}) {
   throw new Error(`CLIENT must be mysql, h2 or h3, not ${CLIENT}`);
 }
 
+// lastResult: the last call's raw result ({ms, error, encoding, ...}), for scripts that
+// check more than success (compress-smoke.js); fail(msg) counts an error of the script's own.
+let last = {};
+export function lastResult() { return last; }
+export function fail(msg) { errors.add(1); console.error(`${CLIENT}: ${msg}`); }
+
+// paired(o) is client(o) with an identity twin (same options, codec identity, its own
+// connection): run(sql) makes one call with each, in alternating order, and records the
+// codec's call as usual and the twin's latency as pair_identity_ms. Both see the same
+// background load, so p50 ÷ pair_identity p50 compares codecs on a shared, noisy host.
+export function paired(o = {}) {
+  const c = client(o), twin = client(Object.assign({}, o, { codec: 'identity' }));
+  twin.run('SELECT 1', false);
+  return {
+    run: (sql, record = true) => {
+      let ok = true;
+      const runTwin = () => {
+        const r = twin.run(sql, false);
+        if (record && r) pairIdentity.add(lastResult().ms);
+        ok = ok && r;
+      };
+      if (__ITER % 2 === 1) runTwin();
+      ok = c.run(sql, record) && ok;
+      if (__ITER % 2 === 0) runTwin();
+      return ok;
+    },
+  };
+}
+
 // note records one extension call: latency, bytes at the socket, errors.
 function note(r, record) {
+  last = r;
   if (r.error) {
     errors.add(1);
     if (__ITER < 3) console.error(`${CLIENT}: ${r.error}`);

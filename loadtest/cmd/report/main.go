@@ -19,7 +19,7 @@ import (
 // Row is one k6 run: one workload × client × variant × network (× concurrency).
 type Row struct {
 	Workload string  `json:"workload"`
-	Client   string  `json:"client"`  // mysql | h2 | h3
+	Client   string  `json:"client"`  // mysql | h2 | h3 | mysql80 (MySQL 8.0, libmysqlclient: bench.sh compression)
 	Variant  string  `json:"variant"` // cold start: resume | noresume | 0rtt; sweeps: table, codec...
 	Net      string  `json:"net"`     // loopback | near | far
 	RTTms    float64 `json:"rtt_ms"`  // the shape's nominal round-trip time
@@ -44,9 +44,26 @@ type Row struct {
 	Early425 int `json:"h3_0rtt_425,omitempty"`
 	// Ferry answers that came back compressed (content-encoding set).
 	Encoded int `json:"answers_encoded,omitempty"`
-	// p50 and p95 relative to the baseline row (client mysql, same workload/net/vus).
+	// p50 and p95 relative to the baseline row (client mysql, same workload/net/vus;
+	// mysql80 rows: uncompressed mysql80).
 	P50Ratio float64 `json:"p50_vs_mysql,omitempty"`
 	P95Ratio float64 `json:"p95_vs_mysql,omitempty"`
+	// Compression runs (variant "rows,codec"): p50 relative to the same client's
+	// "rows,identity" row on the same network.
+	P50VsIdentity float64 `json:"p50_vs_identity,omitempty"`
+	// Paired runs (PAIR=1: every call also made with codec identity, alternating): the
+	// identity twin's p50, and p50 ÷ it (which becomes P50VsIdentity).
+	PairIdentityP50 float64 `json:"pair_identity_p50_ms,omitempty"`
+	pairRatio       float64
+	// CPU time per measured call (ms) of the stack's processes (envoy, shim, mysql),
+	// from /proc/<pid>/stat before and after the run (bench.sh CPU_PIDS).
+	CPU map[string]float64 `json:"cpu_ms_per_call,omitempty"`
+	// What a mysql80 run's session negotiated (compression algorithm, level, TLS).
+	Negotiated string `json:"negotiated,omitempty"`
+	// Rounds: runs with the same labels (bench.sh compression repeats the loopback runs
+	// in interleaved rounds) merged into this row; see mergeRounds.
+	Rounds     int     `json:"rounds,omitempty"`
+	durationMs float64 // the run's length, for calls/s of merged rounds
 	// The percentile curve, for the charts: percentile -> ms.
 	Curve [][2]float64 `json:"curve"`
 }
@@ -56,7 +73,9 @@ type summary struct {
 		Workload, Client, Variant, Net string
 		RTTms                          float64 `json:"rtt_ms"`
 		VUs                            int     `json:"vus"`
+		Negotiated                     string  `json:"negotiated"`
 	} `json:"labels"`
+	CPU   map[string]float64 `json:"cpu_ms_per_call"`
 	State struct {
 		DurationMs float64 `json:"testRunDurationMs"`
 	} `json:"state"`
@@ -84,6 +103,7 @@ func main() {
 		}
 		rows = append(rows, r)
 	}
+	rows = mergeRounds(rows)
 	sort.SliceStable(rows, func(i, j int) bool { return key(rows[i]) < key(rows[j]) })
 	ratios(rows)
 
@@ -108,13 +128,30 @@ func main() {
 // order of workloads, clients and networks in tables and charts.
 var order = map[string]int{
 	"cold-start": 1, "warm-select": 2, "medium-select": 3, "medium-insert": 4, "large-select": 5,
-	"large-insert": 6, "transaction": 7, "point-select": 8, "compress-select": 9, "sessions": 10,
-	"mysql": 1, "h2": 2, "h3": 3, "loopback": 1, "near": 2, "far": 3,
+	"large-insert": 6, "transaction": 7, "point-select": 8, "compress-select": 9, "sessions": 10, "compress-smoke": 11,
+	"mysql": 1, "h2": 2, "h3": 3, "mysql80": 4, "loopback": 1, "near": 2, "far": 3,
 	"noresume": 1, "resume": 2, "0rtt": 3,
 }
 
 func key(r *Row) string {
+	if p := strings.SplitN(r.Variant, ",", 3); len(p) > 1 { // compression: rows, client, format, codec
+		format := ""
+		if len(p) == 3 {
+			format = p[2]
+		}
+		return fmt.Sprintf("%02d %02d %s %s %02d %s %02d %s", order[r.Workload], netOrder(r.Net), r.Net, p[0],
+			order[r.Client], format, codecOrder[p[1]], p[1])
+	}
 	return fmt.Sprintf("%02d %02d %s %06d %02d %s %02d", order[r.Workload], netOrder(r.Net), r.Net, r.VUs, order[r.Variant], r.Variant, order[r.Client])
+}
+
+// codecOrder: MySQL's own (none, zlib, zstd levels), then the gateway's (identity,
+// then its preference order reversed: gzip, zstd, snappy, s2), then Envoy's compressor.
+var codecOrder = map[string]int{
+	"none": 1, "zlib": 2, "zstd1": 3, "zstd3": 4, "zstd7": 5,
+	"identity": 10, "gzip": 11, "zstd": 12, "snappy": 13, "s2": 14, "gzip-zstd": 15,
+	"envoy-identity": 20, "envoy-gzip": 21, "envoy-zstd": 22,
+	"paired": 30,
 }
 
 // netOrder sorts shaped variants (far-loss1%) after their base network.
@@ -135,9 +172,11 @@ func load(path string) (*Row, error) {
 	m := func(metric, v string) float64 { return s.Metrics[metric].Values[v] }
 	l := s.Labels
 	r := &Row{Workload: l.Workload, Client: l.Client, Variant: l.Variant, Net: l.Net, RTTms: l.RTTms, VUs: l.VUs,
+		CPU: s.CPU, Negotiated: l.Negotiated,
 		Calls: int(m("ferry_calls", "count")), Errors: int(m("ferry_errors", "count")),
 		P50: m("ferry_ms", "p(50)"), P95: m("ferry_ms", "p(95)"), P99: m("ferry_ms", "p(99)"),
 		Max: m("ferry_ms", "max"), Avg: m("ferry_ms", "avg")}
+	r.durationMs = s.State.DurationMs
 	if s.State.DurationMs > 0 {
 		r.QPS = float64(r.Calls) / (s.State.DurationMs / 1000)
 	}
@@ -156,6 +195,9 @@ func load(path string) (*Row, error) {
 		r.Curve = append(r.Curve, [2]float64{p.pct, m("ferry_ms", p.k)})
 	}
 	r.Encoded = int(m("answers_encoded", "count"))
+	if p := m("pair_identity_ms", "p(50)"); p > 0 {
+		r.PairIdentityP50, r.pairRatio = p, r.P50/p
+	}
 	r.Resumed, r.Early = int(m("tls_resumed", "count")), int(m("h3_0rtt_accepted", "count"))
 	r.EarlyNo, r.Early425 = int(m("h3_0rtt_rejected", "count")), int(m("h3_0rtt_425", "count"))
 	if r.Workload == "cold-start" {
@@ -165,6 +207,87 @@ func load(path string) (*Row, error) {
 		}
 	}
 	return r, nil
+}
+
+// mergeRounds folds runs with the same labels (workload, client, variant, net, VUs)
+// into one row: calls, errors and compressed answers add up; bytes and CPU per call
+// are weighted by calls; calls/s = all calls ÷ all run time; every latency figure (and
+// the curve) but the maximum is the median of the rounds' figures (a summary keeps percentiles, not
+// samples, so they cannot be pooled).
+func mergeRounds(rows []*Row) []*Row {
+	by := map[string][]*Row{}
+	var keys []string
+	for _, r := range rows {
+		k := strings.Join([]string{r.Workload, r.Client, r.Variant, r.Net, fmt.Sprint(r.VUs)}, "|")
+		if by[k] == nil {
+			keys = append(keys, k)
+		}
+		by[k] = append(by[k], r)
+	}
+	out := make([]*Row, 0, len(keys))
+	for _, k := range keys {
+		rs := by[k]
+		if len(rs) == 1 {
+			out = append(out, rs[0])
+			continue
+		}
+		m := *rs[0]
+		m.Rounds, m.Calls, m.Errors, m.Encoded, m.Sent, m.Recv, m.durationMs = len(rs), 0, 0, 0, 0, 0, 0
+		m.CPU = map[string]float64{}
+		med := func(f func(*Row) float64) float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
+			}
+			sort.Float64s(v)
+			if len(v)%2 == 1 {
+				return v[len(v)/2]
+			}
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		for _, r := range rs {
+			m.Calls += r.Calls
+			m.Errors += r.Errors
+			m.Encoded += r.Encoded
+			m.durationMs += r.durationMs
+			m.Sent += r.Sent * float64(r.Calls)
+			m.Recv += r.Recv * float64(r.Calls)
+			for p, v := range r.CPU {
+				m.CPU[p] += v * float64(r.Calls)
+			}
+		}
+		if m.Calls > 0 {
+			m.Sent, m.Recv = m.Sent/float64(m.Calls), m.Recv/float64(m.Calls)
+			for p := range m.CPU {
+				m.CPU[p] /= float64(m.Calls)
+			}
+		}
+		if len(m.CPU) == 0 {
+			m.CPU = nil
+		}
+		if m.durationMs > 0 {
+			m.QPS = float64(m.Calls) / (m.durationMs / 1000)
+		}
+		m.P50, m.P95 = med(func(r *Row) float64 { return r.P50 }), med(func(r *Row) float64 { return r.P95 })
+		m.P99 = med(func(r *Row) float64 { return r.P99 })
+		for _, r := range rs {
+			m.Max = max(m.Max, r.Max)
+		}
+		m.Avg = med(func(r *Row) float64 { return r.Avg })
+		m.PairIdentityP50 = med(func(r *Row) float64 { return r.PairIdentityP50 })
+		m.pairRatio = med(func(r *Row) float64 { return r.pairRatio }) // the median of the rounds' ratios
+		m.Curve = make([][2]float64, len(rs[0].Curve))
+		for i := range m.Curve {
+			m.Curve[i] = [2]float64{rs[0].Curve[i][0], med(func(r *Row) float64 {
+				if i < len(r.Curve) {
+					return r.Curve[i][1]
+				}
+				return 0
+			})}
+		}
+		out = append(out, &m)
+	}
+	return out
 }
 
 // model counts the round trips of a cold start until the answer has arrived.
@@ -194,20 +317,37 @@ func ratios(rows []*Row) {
 		return strings.Join([]string{r.Workload, r.Net, fmt.Sprint(r.VUs), variant}, "|")
 	}
 	base := map[string]*Row{}
+	same := map[string]*Row{} // every row by client too, for the ×identity ratio
 	for _, r := range rows {
-		if r.Client == "mysql" {
-			base[bkey(r, r.Variant)] = r
+		if r.Client == "mysql" || r.Client == "mysql80" {
+			base[r.Client+"|"+bkey(r, r.Variant)] = r
 		}
+		same[r.Client+"|"+bkey(r, r.Variant)] = r
 	}
 	for _, r := range rows {
-		if b := base[bkey(r, baseVariant(r.Variant))]; b != nil && b.P50 > 0 && b.P95 > 0 {
+		bc := "mysql"
+		if r.Client == "mysql80" {
+			bc = "mysql80" // MySQL 8.0 against itself; Ferry and MariaDB against MariaDB
+		}
+		if b := base[bc+"|"+bkey(r, baseVariant(r.Variant))]; b != nil && b.P50 > 0 && b.P95 > 0 {
 			r.P50Ratio, r.P95Ratio = r.P50/b.P50, r.P95/b.P95
+		}
+		if r.pairRatio > 0 {
+			r.P50VsIdentity = r.pairRatio // measured against its own identity twin
+		} else if p := strings.SplitN(r.Variant, ",", 3); len(p) > 1 && r.Client != "mysql" && r.Client != "mysql80" {
+			ident := p[0] + ",identity" // same rows, same format ("rows,codec[,proto]")
+			if len(p) == 3 {
+				ident += "," + p[2]
+			}
+			if b := same[r.Client+"|"+bkey(r, ident)]; b != nil && b.P50 > 0 {
+				r.P50VsIdentity = r.P50 / b.P50
+			}
 		}
 	}
 }
 
 // baseVariant: 0-RTT compares with MySQL with resumption (its best cold start);
-// the compression sweep ("table,codec") with uncompressed MySQL on the same table.
+// the compression runs ("table,codec[,proto]") with uncompressed MySQL on the same table.
 func baseVariant(v string) string {
 	if v == "0rtt" {
 		return "resume"

@@ -67,7 +67,8 @@ func (c *h2) do(r *request) (*result, error) {
 		return nil, err
 	}
 	return &result{status: res.StatusCode, body: body, proto: "h2",
-		resumed: c.tc.ConnectionState().DidResume, coding: res.Header.Get("content-encoding")}, nil
+		resumed: c.tc.ConnectionState().DidResume, coding: res.Header.Get("content-encoding"),
+		ctype: res.Header.Get("content-type")}, nil
 }
 
 func (c *h2) close() {

@@ -118,7 +118,8 @@ func (c *h3) do(r *request) (*result, error) {
 		early = "rejected"
 	}
 	return &result{status: res.StatusCode, body: body, proto: "h3",
-		resumed: st.TLS.DidResume, early: early, coding: res.Header.Get("content-encoding")}, nil
+		resumed: st.TLS.DidResume, early: early, coding: res.Header.Get("content-encoding"),
+		ctype: res.Header.Get("content-type")}, nil
 }
 
 // send writes one request on a raw QUIC stream — HEADERS (QPACK, static table

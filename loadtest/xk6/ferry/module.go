@@ -7,8 +7,13 @@
 //	import ferry from 'k6/x/ferry';
 //	const c = ferry.client({ url, proto: 'h3', ca, user, password,
 //	                         fresh: true, resume: true, zeroRtt: true,
-//	                         session: true }); // send back each answer's session, as the driver does
-//	const r = c.execute('SELECT 1'); // {ms, status, body, proto, resumed, early, error}
+//	                         session: true,   // send back each answer's session, as the driver does
+//	                         codec: 'zstd',   // Content-Encoding of requests ≥ minBytes (1024) + Accept-Encoding
+//	                         format: 'json'}); // or 'proto' (Connect unary application/proto)
+//	const r = c.execute('SELECT 1'); // {ms, status, body, proto, resumed, early, encoding, error}
+//
+// Compression (codec.go): the request is compressed and the answer decoded inside the
+// timed call, with klauspost/compress; bytes are still counted at the socket.
 package ferry
 
 import (
@@ -57,8 +62,9 @@ type Client struct {
 	o   options
 	cnt wire.Counter
 	rt  roundTripper
-	// session: the last answer's psdb session (with o.session), sent with the next request.
-	session json.RawMessage
+	// session: the last answer's psdb session (with o.session), sent with the next
+	// request: JSON, or the raw Session message with format "proto".
+	session []byte
 }
 
 // roundTripper is one protocol's way to send a request and read the answer.
@@ -75,7 +81,11 @@ func (c *Client) Execute(sql string) map[string]any {
 		c.o.tickets.reset()
 	}
 	start := time.Now()
-	res, err := c.rt.do(r)
+	err := r.compress()
+	var res *result
+	if err == nil {
+		res, err = c.rt.do(r)
+	}
 	ms := float64(time.Since(start).Nanoseconds()) / 1e6
 	ticket := false
 	if c.o.fresh {
@@ -92,17 +102,32 @@ func (c *Client) Execute(sql string) map[string]any {
 		out["status"], out["proto"] = res.status, res.proto
 		out["resumed"], out["early"], out["encoding"] = res.resumed, res.early, res.coding
 		out["ticket"] = ticket
-		out["error"] = answerError(res)
-		if c.o.session {
-			var a struct {
-				Session json.RawMessage `json:"session"`
+		if c.o.format == "proto" && res.status == 200 {
+			session, rpcErr, perr := protoAnswer([]byte(res.body))
+			switch {
+			case perr != nil:
+				out["error"] = "unparsable answer: " + perr.Error()
+			case res.ctype != "application/proto":
+				out["error"] = "answer content-type " + res.ctype
+			default:
+				out["error"] = rpcErr
 			}
-			if json.Unmarshal([]byte(res.body), &a) == nil && len(a.Session) > 0 {
-				c.session = a.Session
+			if c.o.session && len(session) > 0 {
+				c.session = session
 			}
-		}
-		if len(res.body) <= 4096 { // big bodies stay in Go: copying 37 MB into JS costs more than the request
-			out["body"] = res.body
+		} else {
+			out["error"] = answerError(res)
+			if c.o.session {
+				var a struct {
+					Session json.RawMessage `json:"session"`
+				}
+				if json.Unmarshal([]byte(res.body), &a) == nil && len(a.Session) > 0 {
+					c.session = a.Session
+				}
+			}
+			if len(res.body) <= 4096 { // big bodies stay in Go: copying 37 MB into JS costs more than the request
+				out["body"] = res.body
+			}
 		}
 	}
 	out["sent"], out["recv"] = c.pushBytes()

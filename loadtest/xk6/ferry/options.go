@@ -21,6 +21,9 @@ type options struct {
 	zeroRTT  bool              // h3: send the request as 0-RTT early data when resuming
 	session  bool              // carry the psdb session from each answer into the next request
 	headers  map[string]string // extra request headers (e.g. accept-encoding)
+	codec    string            // "": no compression headers; else Content-Encoding of requests ≥ minBytes + Accept-Encoding
+	minBytes int               // requests smaller than this go uncompressed (with codec set)
+	format   string            // "json" (application/json) or "proto" (application/proto)
 	timeout  time.Duration
 	tls      *tls.Config
 	tickets  *tickets // the session cache when resume is on
@@ -39,6 +42,16 @@ func parseOptions(m map[string]any) (options, error) {
 		user: str("user", "ferry"), password: str("password", "ferry"),
 		fresh: flag("fresh"), resume: flag("resume"), zeroRTT: flag("zeroRtt"), session: flag("session"),
 		headers: map[string]string{}, timeout: 120 * time.Second,
+		codec: str("codec", ""), format: str("format", "json"), minBytes: 1024,
+	}
+	if o.codec != "" && !codecs[o.codec] {
+		return o, fmt.Errorf("codec must be identity, gzip, zstd, snappy or s2, got %q", o.codec)
+	}
+	if o.format != "json" && o.format != "proto" {
+		return o, fmt.Errorf("format must be json or proto, got %q", o.format)
+	}
+	if n, ok := m["minBytes"].(int64); ok && n >= 0 {
+		o.minBytes = int(n)
 	}
 	if o.proto != "h2" && o.proto != "h3" {
 		return o, fmt.Errorf("proto must be h2 or h3, got %q", o.proto)

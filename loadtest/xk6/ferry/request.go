@@ -2,41 +2,67 @@ package ferry
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-
-	"github.com/klauspost/compress/zstd"
 )
 
-// request is one psdb Execute call in Connect unary JSON, as @planetscale/database sends it.
+// request is one psdb Execute call in Connect unary JSON, as @planetscale/database
+// sends it, or Connect unary proto (format "proto").
 type request struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	body   []byte
 	hdr    http.Header
 	url    string
+	codec  string // compress the body with this codec in compress()
+	min    int    // ... when it has at least this many bytes
 }
 
-func newRequest(parent context.Context, o options, sql string, session json.RawMessage) *request {
-	msg := map[string]any{"query": sql}
-	if len(session) > 0 {
-		msg["session"] = session
-	}
-	body, _ := json.Marshal(msg) // strings and raw JSON always marshal
+// newRequest builds the call; session is the previous answer's session (JSON, or the
+// raw Session message for proto), nil for none.
+func newRequest(parent context.Context, o options, sql string, session []byte) *request {
+	var body []byte
 	h := http.Header{}
-	h.Set("content-type", "application/json")
+	if o.format == "proto" {
+		body = protoRequest(sql, session)
+		h.Set("content-type", "application/proto")
+	} else {
+		msg := map[string]any{"query": sql}
+		if len(session) > 0 {
+			msg["session"] = json.RawMessage(session)
+		}
+		body, _ = json.Marshal(msg) // strings and raw JSON always marshal
+		h.Set("content-type", "application/json")
+	}
 	h.Set("authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user+":"+o.password)))
+	if o.codec != "" {
+		h.Set("accept-encoding", o.codec)
+	}
 	for k, v := range o.headers {
 		h.Set(k, v)
 	}
 	ctx, cancel := context.WithTimeout(parent, o.timeout)
-	return &request{ctx: ctx, cancel: cancel, body: body, hdr: h,
+	return &request{ctx: ctx, cancel: cancel, body: body, hdr: h, codec: o.codec, min: o.minBytes,
 		url: o.base + "/psdb.v1alpha1.Database/Execute"}
+}
+
+// compress encodes the body with the client's codec (Connect unary: Content-Encoding),
+// unless it is identity or the body is smaller than the floor. Called inside the timed
+// part of a call: compressing is the client's cost of the codec.
+func (r *request) compress() error {
+	if r.codec == "" || r.codec == "identity" || len(r.body) < r.min {
+		return nil
+	}
+	b, err := compressBody(r.codec, r.body)
+	if err != nil {
+		return err
+	}
+	r.body = b
+	r.hdr.Set("content-encoding", r.codec)
+	return nil
 }
 
 // httpRequest builds the net/http request; withBody=false for HTTP/3 streams,
@@ -60,35 +86,17 @@ type result struct {
 	resumed bool
 	early   string
 	coding  string // the answer's content-encoding ("" = identity)
+	ctype   string // the answer's content-type
 }
 
-// readBody reads the whole answer, decoding gzip/zstd if the server chose one
-// (only when a script sends accept-encoding itself, as the compression sweep does).
+// readBody reads the whole answer and decodes it if the server compressed it
+// (identity, gzip, zstd, snappy, s2: codec.go).
 func readBody(res *http.Response) (string, error) {
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
 		return "", err
 	}
-	switch res.Header.Get("content-encoding") {
-	case "", "identity":
-		return string(raw), nil
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return "", err
-		}
-		out, err := io.ReadAll(zr)
-		return string(out), err
-	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return "", err
-		}
-		defer zr.Close()
-		out, err := io.ReadAll(zr)
-		return string(out), err
-	default:
-		return "", fmt.Errorf("unsupported content-encoding %q", res.Header.Get("content-encoding"))
-	}
+	out, err := decompressBody(res.Header.Get("content-encoding"), raw)
+	return string(out), err
 }
