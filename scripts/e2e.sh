@@ -47,7 +47,28 @@ pair_gateway() {
     FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$FERRY_E2E_PAIR_RUN_DIR/certs/session.keys" \
     "$ROOT/scripts/stack.sh" "$@"
 }
-stop_all() { pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+# A fourth gateway for a real browser (tests/browser): envoy/browser.yaml (CORS) allowing
+# the origin of the test's page server, on the same MariaDB (socket), sharing the dev CA.
+BROWSER_RUN_DIR="$FERRY_RUN_DIR/browser"
+export FERRY_E2E_BROWSER_PORT="${FERRY_E2E_BROWSER_PORT:-18446}"
+export FERRY_E2E_BROWSER_PAGE_PORT="${FERRY_E2E_BROWSER_PAGE_PORT:-18447}"
+browser_gateway() {
+  FERRY_RUN_DIR="$BROWSER_RUN_DIR" FERRY_PORT="$FERRY_E2E_BROWSER_PORT" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_BROWSER_ADMIN_PORT:-19904}" FERRY_SHIM_ADDR="${FERRY_E2E_BROWSER_SHIM_ADDR:-127.0.0.1:18085}" \
+    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO=browser FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
+    FERRY_SESSION_KEYS_FILE="$BROWSER_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
+}
+# A stack of its own on MySQL 8.0 (FERRY_MYSQL_FLAVOR=mysql8; installed once by
+# scripts/install-mysql8.sh), for the tests below that run on MySQL 8 too. FERRY_E2E_MYSQL8=0 skips it.
+MYSQL8_RUN_DIR="$FERRY_RUN_DIR/mysql8"
+MYSQL8_PORT="${FERRY_E2E_MYSQL8_PORT:-18448}"
+mysql8_stack() {
+  FERRY_MYSQL_FLAVOR=mysql8 FERRY_WAIT_HEALTHY=true FERRY_RUN_DIR="$MYSQL8_RUN_DIR" FERRY_PORT="$MYSQL8_PORT" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_MYSQL8_ADMIN_PORT:-19905}" FERRY_SHIM_ADDR="${FERRY_E2E_MYSQL8_SHIM_ADDR:-127.0.0.1:18086}" \
+    FERRY_MYSQL_PORT="${FERRY_E2E_MYSQL8_MYSQL_PORT:-43307}" FERRY_MYSQL_SOCKET="$MYSQL8_RUN_DIR/mysql.sock" \
+    FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$MYSQL8_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
+}
+stop_all() { mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
@@ -57,7 +78,9 @@ mkdir -p "$TCP_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TCP_RUN_DIR/"  # one d
 tcp_gateway gateway >/dev/null
 mkdir -p "$FERRY_E2E_PAIR_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$FERRY_E2E_PAIR_RUN_DIR/"
 pair_gateway gateway >/dev/null
-echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT; two shims: port $FERRY_E2E_PAIR_PORT)"
+mkdir -p "$BROWSER_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$BROWSER_RUN_DIR/"
+browser_gateway gateway >/dev/null
+echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT; two shims: port $FERRY_E2E_PAIR_PORT; browser (CORS): port $FERRY_E2E_BROWSER_PORT)"
 
 status=0
 # First and alone, on a fresh Envoy and shim: a >1 GiB StreamExecute, watching their memory.
@@ -73,22 +96,43 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
+# A real browser (headless Chromium): a page from another origin calls Execute and
+# StreamExecute over gRPC-Web (connect-web) through the browser gateway (CORS).
+(cd "$ROOT/tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+  && FERRY_BROWSER_URL="https://127.0.0.1:$FERRY_E2E_BROWSER_PORT" FERRY_CERT_DIR="$BROWSER_RUN_DIR/certs" \
+     FERRY_BROWSER_PAGE_PORT="$FERRY_E2E_BROWSER_PAGE_PORT" node --test) || status=$?
 # PlanetScale's Go client library (psdb core/client: Connect proto, S2-compressed requests),
 # unmodified defaults, over HTTP/2 and HTTP/3, as the dev user stack.sh made.
 (cd "$ROOT/tests/psdb-go" && PATH="$PATH:/usr/local/go/bin" FERRY_PSDB_IDENTITY= \
   FERRY_URL="https://${FERRY_HOST:-127.0.0.1}:$FERRY_PORT" FERRY_CA="$FERRY_RUN_DIR/certs/ca.pem" \
   FERRY_USER="${FERRY_MYSQL_USER:-ferry}" FERRY_PASSWORD="${FERRY_MYSQL_PASSWORD:-ferry}" go run .) || status=$?
+# Clients generated from our proto/ (committed gen/, checked current): grpc-go over HTTP/2,
+# connect-go (Connect and gRPC protocols) over HTTP/2 and HTTP/3, gzip and uncompressed.
+(cd "$ROOT/tests/grpc-go" && PATH="$PATH:/usr/local/go/bin" FERRY_GRPCGO_RUN= FERRY_PROTO_DIR= \
+  FERRY_URL="https://${FERRY_HOST:-127.0.0.1}:$FERRY_PORT" FERRY_CA="$FERRY_RUN_DIR/certs/ca.pem" \
+  FERRY_USER="${FERRY_MYSQL_USER:-ferry}" FERRY_PASSWORD="${FERRY_MYSQL_PASSWORD:-ferry}" go run .) || status=$?
 # The shim's own integration test, straight at the shim (no Envoy).
 FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*' || status=$?
+
+# MySQL 8.0, on its own stack: the type table (Rust fields, the driver's values), queries,
+# the API and bind variables.
+if [ "${FERRY_E2E_MYSQL8:-1}" = 1 ]; then
+  mysql8_stack up >/dev/null && (export FERRY_RUN_DIR="$MYSQL8_RUN_DIR" FERRY_PORT="$MYSQL8_PORT" \
+    FERRY_MYSQL_SOCKET="$MYSQL8_RUN_DIR/mysql.sock" NODE_EXTRA_CA_CERTS="$MYSQL8_RUN_DIR/certs/ca.pem"
+    cargo test -p ferry-e2e --test types --test queries --test api --test binds \
+      && cd "$ROOT/tests/driver" && node --test types.test.js) || status=$?
+  ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$MYSQL8_RUN_DIR"/logs/{envoy,shim}.log || status=1
+  mysql8_stack down >/dev/null
+fi
 
 # Envoy and the shim must have survived every bad input above.
 "$ROOT/scripts/stack.sh" status
 for pid in "$FERRY_RUN_DIR"/pids/{envoy,shim,mysql}.pid "$TCP_RUN_DIR"/pids/{envoy,shim}.pid \
-  "$FERRY_E2E_PAIR_RUN_DIR"/pids/{envoy,shim,shim2}.pid; do
+  "$FERRY_E2E_PAIR_RUN_DIR"/pids/{envoy,shim,shim2}.pid "$BROWSER_RUN_DIR"/pids/{envoy,shim}.pid; do
   kill -0 "$(cat "$pid")" 2>/dev/null || { echo "$pid: died during the tests" >&2; status=1; }
 done
 if grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$FERRY_RUN_DIR"/logs/{envoy,shim}.log "$TCP_RUN_DIR"/logs/{envoy,shim}.log \
-  "$FERRY_E2E_PAIR_RUN_DIR"/logs/{envoy,shim,shim2}.log; then
+  "$FERRY_E2E_PAIR_RUN_DIR"/logs/{envoy,shim,shim2}.log "$BROWSER_RUN_DIR"/logs/{envoy,shim}.log; then
   echo "a panic or VM failure was logged" >&2; status=1
 fi
 [ $status -eq 0 ] || { echo "--- envoy.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/envoy.log"; echo "--- shim.log (tail)"; tail -n 40 "$FERRY_RUN_DIR/logs/shim.log"; }

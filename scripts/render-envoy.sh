@@ -7,12 +7,23 @@ source "$(dirname "$0")/env.sh"
 src="${1:?usage: render-envoy.sh envoy/<scenario>.yaml}"
 shim_host="${FERRY_SHIM_ADDR%:*}" shim_port="${FERRY_SHIM_ADDR##*:}"
 shim2_host="${FERRY_SHIM2_ADDR%:*}" shim2_port="${FERRY_SHIM2_ADDR##*:}"
+# CORS origins (envoy/browser.yaml): FERRY_CORS_ORIGINS, comma-separated, each exactly
+# scheme://host[:port] (no wildcard, no path) -> [{ exact: "..." }, ...]
+cors=""
+IFS=', ' read -ra origins <<< "$FERRY_CORS_ORIGINS"
+for o in "${origins[@]}"; do
+  [ -n "$o" ] || continue
+  [[ "$o" =~ ^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?$ ]] \
+    || { echo "render-envoy.sh: FERRY_CORS_ORIGINS: not an origin (scheme://host[:port]): $o" >&2; exit 2; }
+  cors="${cors:+$cors, }{ exact: \"$o\" }"
+done
 sed -E \
   -e "/# FERRY_ADMIN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_ADMIN_HOST, port_value: $FERRY_ADMIN_PORT/" \
   -e "/# FERRY_LISTEN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_HOST, port_value: $FERRY_PORT/" \
   -e "/# FERRY_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim_host, port_value: $shim_port/" \
   -e "/# FERRY_SHIM2\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim2_host, port_value: $shim2_port/" \
   -e "/# FERRY_ALTSVC\$/s/h3=\":[0-9]+\"/h3=\":$FERRY_PORT\"/" \
+  -e "/# FERRY_CORS_ORIGINS\$/s#allow_origin_string_match: \[.*\]#allow_origin_string_match: [$cors]#" \
   -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \
   -e "/# FERRY_EARLY_DATA\$/s/enable_early_data: [a-z]+/enable_early_data: $FERRY_EARLY_DATA/" \
   -e "/# FERRY_TICKET\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ticket.key#" \

@@ -4,6 +4,11 @@
 #   stack.sh gateway   shim + Envoy only, for a MariaDB that is already running
 # FERRY_SHIMS=2: a second shim (pid/log name shim2) on FERRY_SHIM2_ADDR, same keys,
 # no unix socket, and Envoy from envoy/two-shims.yaml (sessions pinned to their shim).
+# FERRY_ENVOY_SCENARIO=NAME: Envoy from envoy/NAME.yaml instead (e.g. browser: CORS for
+# the origins in FERRY_CORS_ORIGINS).
+# FERRY_MYSQL_FLAVOR=mysql8: MySQL 8.0.33 instead of MariaDB (installed under
+# $FERRY_MYSQL8_HOME by scripts/install-mysql8.sh on first use); its client is
+# $FERRY_MYSQL8_HOME/bin/mysql.
 # Pids and logs live under $FERRY_RUN_DIR/{pids,logs}; data under $FERRY_RUN_DIR/mysql.
 # MariaDB's root has a random password, in $FERRY_RUN_DIR/mysql-root.cnf (mode 0600):
 #   mariadb --defaults-file=.run/mysql-root.cnf --socket=.run/mysql.sock
@@ -35,20 +40,68 @@ wait_for() { # wait_for WHAT SECONDS CMD...
 }
 
 ROOT_CNF="$FERRY_RUN_DIR/mysql-root.cnf"
-sql_root() { mariadb --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" "$@"; }
+case "$FERRY_MYSQL_FLAVOR" in
+  mariadb) CLIENT=mariadb ADMIN=mariadb-admin ;;
+  mysql8) CLIENT="$FERRY_MYSQL8_HOME/bin/mysql" ADMIN="$FERRY_MYSQL8_HOME/bin/mysqladmin" ;;
+  *) echo "FERRY_MYSQL_FLAVOR must be mariadb or mysql8" >&2; exit 2 ;;
+esac
+sql_root() { "$CLIENT" --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" "$@"; }
 
 # root_sql PASSWORD: the only root account is root@localhost, with this password.
+# (MySQL 8's --initialize makes no anonymous or remote root accounts.)
 root_sql() {
-  cat <<SQL
+  [ "$FERRY_MYSQL_FLAVOR" = mysql8 ] || cat <<SQL
 DELETE FROM mysql.global_priv WHERE User = '' OR (User = 'root' AND Host <> 'localhost');
 FLUSH PRIVILEGES;
-ALTER USER 'root'@'localhost' IDENTIFIED BY '$1';
 SQL
+  echo "ALTER USER 'root'@'localhost' IDENTIFIED BY '$1';"
 }
 
 write_root_cnf() { (umask 077 && printf '[client]\nuser=root\npassword=%s\n' "$1" > "$ROOT_CNF"); }
 
+# MySQL 8.0: the same steps as MariaDB's below, with its own tools.
+mysql8_init() {
+  "$(dirname "$0")/install-mysql8.sh"
+  [ -d "$DATA/mysql" ] && return
+  echo "initialising MySQL 8.0 data dir $DATA"
+  rm -rf "$DATA" && mkdir -p "$DATA"
+  # root gets its random password during --initialize (--init-file runs there), so it
+  # is never passwordless on a running server.
+  local pw init="$FERRY_RUN_DIR/mysql-init.sql"
+  pw=$(openssl rand -hex 24)
+  (umask 077 && root_sql "$pw" > "$init")
+  "$FERRY_MYSQL8_HOME/bin/mysqld" --no-defaults --initialize-insecure --user="$(id -un)" \
+    --basedir="$FERRY_MYSQL8_HOME" --datadir="$DATA" --init-file="$init" \
+    >"$LOGS/mysql-init.log" 2>&1 || { rm -f "$init"; cat "$LOGS/mysql-init.log" >&2; return 1; }
+  rm -f "$init"
+  write_root_cnf "$pw"
+}
+
+mysql8_start() {
+  start mysql "$FERRY_MYSQL8_HOME/bin/mysqld" --no-defaults --user="$(id -un)" \
+    --basedir="$FERRY_MYSQL8_HOME" --datadir="$DATA" \
+    --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
+    --mysqlx=OFF --skip-log-bin --pid-file="$DATA/mysqld.pid" --log-error="$LOGS/mysql-error.log" \
+    --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
+}
+
 mysql_up() {
+  if [ "$FERRY_MYSQL_FLAVOR" = mysql8 ]; then
+    mysql8_init
+    mysql8_start
+  else
+    mariadb_init
+    # Its own temporary directory (large sorts spill there), not a /tmp others may clean.
+    mkdir -p "$FERRY_RUN_DIR/mysql-tmp"
+    start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
+      --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
+      --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" --tmpdir="$FERRY_RUN_DIR/mysql-tmp" \
+      --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
+  fi
+  mysql_ready
+}
+
+mariadb_init() {
   if ! [ -d "$DATA/mysql" ]; then
     echo "initialising MariaDB data dir $DATA"
     mkdir -p "$DATA"
@@ -63,19 +116,18 @@ mysql_up() {
     rm -f "$init"
     write_root_cnf "$pw"
   fi
-  start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
-    --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
-    --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" \
-    --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
-  wait_for MariaDB 30 mariadb-admin --no-defaults --socket="$FERRY_MYSQL_SOCKET" ping
+}
+
+mysql_ready() {
+  wait_for "$FERRY_MYSQL_FLAVOR" 60 "$ADMIN" --no-defaults --socket="$FERRY_MYSQL_SOCKET" ping
   if ! [ -s "$ROOT_CNF" ]; then
     # A data dir made before root had a password: give it one now.
     local pw; pw=$(openssl rand -hex 24)
-    root_sql "$pw" | mariadb --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" \
+    root_sql "$pw" | "$CLIENT" --no-defaults -uroot --socket="$FERRY_MYSQL_SOCKET" \
       || { echo "cannot log in as root to $DATA: write its password to $ROOT_CNF or remove $DATA" >&2; return 1; }
     write_root_cnf "$pw"
   fi
-  wait_for "MariaDB login as root" 30 sql_root -e 'SELECT 1'
+  wait_for "$FERRY_MYSQL_FLAVOR login as root" 30 sql_root -e 'SELECT 1'
   # The dev database and user (idempotent; MySQL is the source of truth for users).
   sql_root <<SQL
 CREATE DATABASE IF NOT EXISTS \`$FERRY_MYSQL_DATABASE\`;
@@ -114,9 +166,16 @@ envoy_up() {
   [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
   local scenario=ferry
   case "$FERRY_SHIMS" in 1) ;; 2) scenario=two-shims ;; *) echo "FERRY_SHIMS must be 1 or 2" >&2; exit 2 ;; esac
+  scenario="${FERRY_ENVOY_SCENARIO:-$scenario}"
+  [ -f "$ROOT/envoy/$scenario.yaml" ] || { echo "no Envoy scenario envoy/$scenario.yaml" >&2; exit 2; }
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
   start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
+  # FERRY_WAIT_HEALTHY=true: and until Envoy has seen its shims healthy. Before a health
+  # check passes, strict session affinity answers a pinned request "transaction lost";
+  # Envoy's first check times out while the wasm VM loads, the next comes 5 s later.
+  [ "$FERRY_WAIT_HEALTHY" != true ] || wait_for "Envoy to see $FERRY_SHIMS healthy shim(s)" 30 sh -c \
+    "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^shim::.*::health_flags::healthy\$') -ge $FERRY_SHIMS ]"
 }
 
 stop() {

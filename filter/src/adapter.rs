@@ -270,7 +270,7 @@ fn apply_response_body<H: Host>(
 
 /// Completes a held body at its end (or carries a stream on): the held headers' edits
 /// (empty unless they were held), body, then trailers (Envoy creates the trailer map if
-/// the upstream sent none).
+/// the upstream sent none). Pauses when the edit says so (Envoy keeps the body).
 fn apply_response_edit<H: Host>(
     host: &mut H,
     edit: &ResponseEdit,
@@ -290,7 +290,11 @@ fn apply_response_edit<H: Host>(
         host.add_header(Map::ResponseTrailers, name, value)
             .map_err(failed("add response trailer"))?;
     }
-    Ok(Action::Continue)
+    Ok(if edit.pause {
+        Action::Pause
+    } else {
+        Action::Continue
+    })
 }
 
 /// Resets the stream: the answer's headers went out and it cannot be completed.

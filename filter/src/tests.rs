@@ -459,11 +459,83 @@ fn a_stream_ended_by_upstream_trailers_gets_its_end_there() {
     let message = execute_response().encode_to_vec();
     let mut shim = envelope(0, &message);
     shim.extend(envelope(2, b"{}"));
-    assert_eq!(s.response_body(&shim, false), Action::Continue);
+    // The end message is in this chunk: the rest is held (see the next test).
+    assert_eq!(s.response_body(&shim, false), Action::Pause);
     assert_eq!(s.response_trailers(&[]), Action::Continue);
     let downstream = &s.host().response;
     assert_eq!(downstream.sent_body, framed(&message));
     assert_eq!(downstream.sent_trailer("grpc-status"), Some("0"));
+    s.assert_no_violations();
+}
+
+/// A gRPC `StreamExecute` whose shim answer headers went out.
+fn grpc_stream_answering() -> Stream {
+    let mut s = stream_with(roomy(), false);
+    assert_eq!(
+        s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
+        Action::Continue
+    );
+    assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
+    let headers = [
+        (":status", "200"),
+        ("content-type", "application/connect+proto"),
+        ("ferry-shim-instance", "0123456789abcdef"),
+    ];
+    assert_eq!(s.response_headers(&headers, false), Action::Continue);
+    s
+}
+
+/// Envoy loses trailers added in a body callback when a later filter stops on that
+/// chunk (grpc_web answering `grpc-web-text` stops on a chunk without a whole frame,
+/// like a gRPC stream's empty last chunk): so once the end is known, the rest is held
+/// and the end leaves from a paused filter, which Envoy resumes body then trailers.
+#[test]
+fn a_stream_whose_end_is_known_holds_the_rest_until_the_body_ends() {
+    let mut s = grpc_stream_answering();
+    let first = execute_response().encode_to_vec();
+    let mut last = execute_response();
+    last.timing = 1.0;
+    let last = last.encode_to_vec();
+    assert_eq!(
+        s.response_body(&envelope(0, &first), false),
+        Action::Continue
+    );
+    assert_eq!(s.host().response.sent_body, framed(&first), "streams on");
+    // The last message and the end message in one chunk: held, nothing goes on.
+    let mut chunk = envelope(0, &last);
+    chunk.extend(envelope(2, b"{}"));
+    assert_eq!(s.response_body(&chunk, false), Action::Pause);
+    assert_eq!(s.host().response.sent_body, framed(&first));
+    // The shim's own last chunk (empty, end of stream): everything goes on, then the
+    // trailers.
+    assert_eq!(s.response_body(b"", true), Action::Continue);
+    let downstream = &s.host().response;
+    let mut want = framed(&first);
+    want.extend(framed(&last));
+    assert_eq!(downstream.sent_body, want);
+    assert_eq!(downstream.sent_trailer("grpc-status"), Some("0"));
+    assert!(downstream.ended);
+    s.assert_no_violations();
+}
+
+#[test]
+fn a_stream_that_failed_holds_what_follows_and_ends_with_the_failure() {
+    let mut s = grpc_stream_answering();
+    let message = execute_response().encode_to_vec();
+    // A message with flags the shim never sends: the stream fails here.
+    let mut chunk = envelope(0, &message);
+    chunk.extend(envelope(0x40, b"x"));
+    assert_eq!(s.response_body(&chunk, false), Action::Pause);
+    assert_eq!(s.host().response.sent_body, b"");
+    assert_eq!(
+        s.response_body(&envelope(0, &message), false),
+        Action::Pause,
+        "dropped, still held"
+    );
+    assert_eq!(s.response_body(b"", true), Action::Continue);
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_body, framed(&message), "what came before");
+    assert_eq!(downstream.sent_trailer("grpc-status"), Some("13"));
     s.assert_no_violations();
 }
 

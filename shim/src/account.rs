@@ -141,7 +141,10 @@ impl AccountPolicy {
         let account = account.unwrap_or_default();
         self.check_account(&account, creds)
             .map_err(VerifyError::Refused)?;
-        let create_user: Option<String> = conn
+        // Bytes, not a String: MySQL 8 shows an account that may read mysql.user
+        // its raw password hash, which need not be UTF-8 (a String would panic
+        // in the conversion). Only the secret can be lossy; the grammar is ASCII.
+        let create_user: Option<Vec<u8>> = conn
             .query_first("SHOW CREATE USER CURRENT_USER()")
             .await
             .map_err(sql_refusal)?;
@@ -150,7 +153,7 @@ impl AccountPolicy {
                 "SHOW CREATE USER returned nothing".into(),
             ))
         })?;
-        self.check_plugins(&create_user)
+        self.check_plugins(&String::from_utf8_lossy(&create_user))
             .map_err(VerifyError::Refused)
     }
 

@@ -66,6 +66,13 @@ fn tokens(sql: &str) -> Result<Vec<Token>, String> {
     Ok(out)
 }
 
+/// `0x` and one or more hex digits.
+fn is_hex_literal(w: &str) -> bool {
+    w.len() > 2
+        && (w.starts_with("0x") || w.starts_with("0X"))
+        && w[2..].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 struct Parser {
     tokens: Vec<Token>,
     at: usize,
@@ -108,11 +115,27 @@ impl Parser {
     }
 
     /// `USING '...'` / `AS '...'` after a plugin: the stored secret, skipped.
+    /// MySQL 8 prints it three ways: quoted; as a hex literal (`AS 0x2441...`,
+    /// with `print_identified_with_as_hex`); and, to an account that may not
+    /// read `mysql.user` (any ordinary one, asking about itself), as `AS <secret>`.
     fn skip_secret(&mut self) -> Result<(), String> {
-        if self.keyword(&["USING", "AS", "BY"]).is_some() && self.quoted().is_none() {
-            return Err("expected a quoted authentication string".into());
+        if self.keyword(&["USING", "AS", "BY"]).is_none() || self.quoted().is_some() {
+            return Ok(());
         }
-        Ok(())
+        match self.tokens.get(self.at..self.at + 3) {
+            Some([Token::Punct('<'), Token::Word(w), Token::Punct('>')]) if w == "secret" => {
+                self.at += 3;
+                return Ok(());
+            }
+            _ => {}
+        }
+        match self.tokens.get(self.at) {
+            Some(Token::Word(w)) if is_hex_literal(w) => {
+                self.at += 1;
+                Ok(())
+            }
+            _ => Err("expected a quoted authentication string".into()),
+        }
     }
 
     /// One method after `IDENTIFIED` (with MariaDB's `OR` alternatives).
@@ -210,6 +233,16 @@ mod tests {
             plugins("CREATE USER `m`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '<secret>' AND IDENTIFIED WITH 'authentication_fido'"),
             ["caching_sha2_password", "authentication_fido"]
         );
+        // As MySQL 8.0.33 printed it to the account itself (no SELECT on mysql.user).
+        assert_eq!(
+            plugins("CREATE USER `ferry`@`localhost` IDENTIFIED WITH 'caching_sha2_password' AS <secret> REQUIRE NONE PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT"),
+            ["caching_sha2_password"]
+        );
+        // print_identified_with_as_hex=ON, for a hash with unprintable bytes.
+        assert_eq!(
+            plugins("CREATE USER `u`@`%` IDENTIFIED WITH 'caching_sha2_password' AS 0x244124303035240A7F REQUIRE NONE"),
+            ["caching_sha2_password"]
+        );
     }
 
     #[test]
@@ -238,6 +271,10 @@ mod tests {
             "CREATE USER `u`@`%` IDENTIFIED VIA x OR",
             "CREATE USER `u`@`%` IDENTIFIED WITH 'x' AND WITH 'y'",
             "CREATE USER `u`@`%` IDENTIFIED VIA x USING 'unterminated",
+            "CREATE USER `u`@`%` IDENTIFIED WITH 'x' AS <other>",
+            "CREATE USER `u`@`%` IDENTIFIED WITH 'x' AS 0x",
+            "CREATE USER `u`@`%` IDENTIFIED WITH 'x' AS 0xZZ",
+            "CREATE USER `u`@`%` IDENTIFIED WITH 'x' AS secret",
         ] {
             assert!(auth_plugins(bad).is_err(), "{bad}");
         }

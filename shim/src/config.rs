@@ -75,6 +75,11 @@ pub struct Config {
     /// (whichever is reached first; a single larger row goes alone). Streams
     /// have no row cap; each holds a few chunks in memory at most.
     pub stream_chunks: ChunkPolicy,
+    /// `FERRY_COLUMN_TYPE_CACHE` (1024): tables whose column types (and MariaDB JSON
+    /// columns) are kept from information_schema; 0 never looks them up
+    /// (column_types.rs). `FERRY_COLUMN_TYPE_TTL_SECS` (30): how long one is kept.
+    pub column_type_cache: usize,
+    pub column_type_ttl: Duration,
     /// `FERRY_DENY_USERS`, `FERRY_PASSWORD_PLUGINS`, `FERRY_VERIFY_ACCOUNT`: who is served.
     pub account: AccountPolicy,
     /// `FERRY_AUTH_FAILURE_DELAY_MS` (250): every `unauthenticated` answer leaves no
@@ -184,6 +189,8 @@ impl Config {
                 rows: size("FERRY_STREAM_CHUNK_ROWS", 1000)?.max(1),
                 bytes: size("FERRY_STREAM_CHUNK_BYTES", 256 << 10)?.max(1),
             },
+            column_type_cache: size("FERRY_COLUMN_TYPE_CACHE", 1024)?,
+            column_type_ttl: secs("FERRY_COLUMN_TYPE_TTL_SECS", 30)?,
             account,
             sessions: SessionSettings {
                 keys_file: var("FERRY_SESSION_KEYS_FILE").map(PathBuf::from),

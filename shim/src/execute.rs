@@ -4,9 +4,11 @@
 //! Every request authenticates: an unpinned statement by getting a connection
 //! from its credential's pool, a pinned one by its sealed session, whose
 //! credential tag must match (seal.rs). A statement runs with the text
-//! protocol and SQL errors are answered inside the response (HTTP 200,
-//! `ExecuteResponse.error`), as PlanetScale does; only failures to reach or log
-//! in to MySQL, and deadlines, are Connect errors.
+//! protocol, or with the binary one when it has bind variables (bind.rs:
+//! typed parameters, never text in the SQL; binary_row.rs turns its rows
+//! into the text protocol's bytes). SQL errors are answered inside the
+//! response (HTTP 200, `ExecuteResponse.error`), as PlanetScale does; only
+//! failures to reach or log in to MySQL, and deadlines, are Connect errors.
 //!
 //! A statement has two seams. Where its connection comes from (`Source`): a
 //! session without a pin borrows any pooled connection; one with a pin
@@ -32,13 +34,16 @@
 //! "transaction lost" — a statement of unknown outcome never lets a later
 //! COMMIT go through as if nothing happened.
 use crate::auth::Credentials;
+use crate::binary_row;
+use crate::bind::{self, BindError};
 use crate::cancel;
+use crate::column_types::{describer, Describer};
 use crate::connect_error::ConnectError;
 use crate::deadline::Deadline;
 use crate::error_map::{sql_code, sql_message};
 use crate::log::Level;
 use crate::olap;
-use crate::result::{field, Overflow, ResultLimits};
+use crate::result::{Overflow, ResultLimits};
 use crate::seal::{random, SealError, SessionId, Token};
 use crate::server::App;
 use crate::session::{retire, Ended, PinError, PinState};
@@ -55,8 +60,8 @@ use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
 use futures_util::TryStreamExt;
 use mysql_async::consts::StatusFlags;
-use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, DriverError, Row as MysqlRow};
+use mysql_async::prelude::{Protocol, Queryable};
+use mysql_async::{Conn, DriverError, Params, Row as MysqlRow, Value};
 use std::time::Instant;
 use tokio::sync::{mpsc, OwnedMutexGuard};
 
@@ -233,6 +238,8 @@ enum Outcome {
     TooLarge(Overflow),
     /// The server asked for something the shim never does (LOAD DATA LOCAL).
     Unsupported(&'static str),
+    /// The bound statement and its parameters did not fit (see bind.rs).
+    Invalid(String),
 }
 
 /// The server status after a statement: (in a transaction, autocommit on).
@@ -293,6 +300,8 @@ pub struct Ready {
     id: SessionId,
     base: vtgate::Session,
     sql: String,
+    /// Bind variables' values, one per `?` of `sql`: run with the binary protocol.
+    params: Option<Vec<Value>>,
     verdict: Verdict,
     source: Source,
 }
@@ -309,6 +318,24 @@ impl Ready {
         };
         let pinned = matches!(self.source, Source::Pinned { .. });
         out.seal(pinned, self.base.in_transaction, self.base.autocommit, None)
+    }
+
+    /// The connection in hand (`None` only for a pin that lost it, which
+    /// start() never hands out).
+    pub fn conn(&mut self) -> Option<&mut Conn> {
+        match &mut self.source {
+            Source::Pooled { conn, .. } => Some(conn),
+            Source::Pinned { state, .. } => state.conn.as_mut(),
+        }
+    }
+
+    /// Gives the connection back when nothing ran on it that could leave
+    /// state (Prepare): a pooled one without a reset, a pin as it was.
+    pub fn release_clean(self) {
+        match self.source {
+            Source::Pooled { mut conn, .. } => conn.reset_connection(false),
+            Source::Pinned { .. } => {}
+        }
     }
 }
 
@@ -327,13 +354,10 @@ pub struct Stop {
 }
 
 impl Stop {
-    /// A unary answer's: only the deadline (a unary statement whose client
-    /// goes away is not killed; see README).
-    pub fn unary(deadline: Deadline) -> Stop {
-        Stop {
-            deadline,
-            watch: None,
-        }
+    /// A unary answer's: its deadline, and `watch`, closed when its client goes
+    /// away (the request's future was dropped; see server.rs).
+    pub fn unary(deadline: Deadline, watch: Option<mpsc::Sender<Bytes>>) -> Stop {
+        Stop { deadline, watch }
     }
 
     async fn client_gone(&self) {
@@ -400,13 +424,14 @@ pub async fn execute(
     creds: &Credentials,
     req: ExecuteRequest,
     deadline: Deadline,
+    watch: Option<mpsc::Sender<Bytes>>,
 ) -> Result<ExecuteResponse, ConnectError> {
     let ready = match deadline.within(start(app, creds, req)).await?? {
         Start::Answered(resp) => return Ok(resp),
         Start::Run(ready) => ready,
     };
     let mut sink = Sink::collect(app.result_limits);
-    run(app, creds, ready, &mut sink, &Stop::unary(deadline)).await
+    run(app, creds, ready, &mut sink, &Stop::unary(deadline, watch)).await
 }
 
 /// Verifies the session and gets the statement its connection. Connect
@@ -416,10 +441,83 @@ pub async fn start(
     creds: &Credentials,
     req: ExecuteRequest,
 ) -> Result<Start, ConnectError> {
-    let session = req.session.unwrap_or_default();
+    let (mut out, token) = match open(app, creds, req.session) {
+        Ok(opened) => opened,
+        Err(answered) => return Ok(*answered),
+    };
+    // `prepared` (psdb's newer field) is a hint only: bind variables decide.
+    let (sql, params) = if req.bind_variables.is_empty() {
+        (req.query, None)
+    } else {
+        match bind::bind(&req.query, &req.bind_variables, bind::Mode::Execute) {
+            Ok(bound) => (bound.sql, Some(bound.params)),
+            Err(e) => {
+                // The reason quotes the client's values: answered, not logged.
+                crate::log!(Level::Info, "bind variables refused", user = creds.user);
+                let session = match &token {
+                    Some(t) => out.unchanged(t),
+                    None => out.fresh(),
+                };
+                return Ok(answered(session, bind_error(&e)));
+            }
+        }
+    };
+    if params.is_none() {
+        if let Some(set) = olap::set_workload(&sql) {
+            return Ok(Start::Answered(switch_workload(
+                &mut out,
+                token.as_ref(),
+                set,
+            )));
+        }
+    }
+    let verdict = classify(&sql);
+    connect(out, token, sql, params, verdict).await
+}
+
+/// The session's connection for a request that runs nothing that could
+/// leave state behind (Prepare): the pin if the session has one (queued
+/// behind its other requests; a lost pin is answered as for a statement),
+/// else any pooled connection, and never a new pin.
+pub async fn start_without_statement(
+    app: &App,
+    creds: &Credentials,
+    session: Option<Session>,
+) -> Result<Start, ConnectError> {
+    let (out, token) = match open(app, creds, session) {
+        Ok(opened) => opened,
+        Err(answered) => return Ok(*answered),
+    };
+    connect(out, token, String::new(), None, Verdict::Clean).await
+}
+
+/// An answer before anything ran.
+fn answered(session: Session, error: RpcError) -> Start {
+    Start::Answered(ExecuteResponse {
+        session: Some(session),
+        result: None,
+        error: Some(error),
+        timing: 0.0,
+    })
+}
+
+/// Bind variables that do not fit the statement: `invalid_argument`, worded
+/// as a MySQL error (ER_WRONG_ARGUMENTS) for clients that map it to one.
+fn bind_error(e: &BindError) -> RpcError {
+    rpc_error(Code::InvalidArgument, sql_message(&e.0, 1210, "HY000"))
+}
+
+/// Verifies the request's session: its sealed token (`None`: a new
+/// session), or the answer for a refused one.
+fn open<'a>(
+    app: &'a App,
+    creds: &'a Credentials,
+    session: Option<Session>,
+) -> Result<(SessionOut<'a>, Option<Token>), Box<Start>> {
+    let session = session.unwrap_or_default();
     let base = session.vitess_session.unwrap_or_else(fresh_vitess);
     let opened = app.sealer.open(&session.signature, &base, creds);
-    let mut out = SessionOut {
+    let out = SessionOut {
         app,
         creds,
         id: match &opened {
@@ -428,16 +526,8 @@ pub async fn start(
         },
         base: if opened.is_ok() { base } else { fresh_vitess() },
     };
-    let answer = |session: Session, error: RpcError| {
-        Start::Answered(ExecuteResponse {
-            session: Some(session),
-            result: None,
-            error: Some(error),
-            timing: 0.0,
-        })
-    };
-    let token = match opened {
-        Ok(token) => token,
+    match opened {
+        Ok(token) => Ok((out, token)),
         // Never executed; the client may go on with the fresh session it gets.
         Err(e) => {
             crate::log!(
@@ -446,32 +536,26 @@ pub async fn start(
                 user = creds.user,
                 reason = e
             );
-            return Ok(answer(out.fresh(), seal_error(&e)));
+            Err(Box::new(answered(out.fresh(), seal_error(&e))))
         }
-    };
-    if !req.bind_variables.is_empty() {
-        let msg = "bind variables are not supported yet; interpolate parameters into the query";
-        let session = match &token {
-            Some(t) => out.unchanged(t),
-            None => out.fresh(),
-        };
-        return Ok(answer(session, rpc_error(Code::Unimplemented, msg)));
     }
-    if let Some(set) = olap::set_workload(&req.query) {
-        return Ok(Start::Answered(switch_workload(
-            &mut out,
-            token.as_ref(),
-            set,
-        )));
-    }
-    let verdict = classify(&req.query);
-    let sql = req.query;
+}
+
+/// The statement's connection: the session's pin, or a pooled one.
+async fn connect(
+    out: SessionOut<'_>,
+    token: Option<Token>,
+    sql: String,
+    params: Option<Vec<Value>>,
+    verdict: Verdict,
+) -> Result<Start, ConnectError> {
+    let app = out.app;
     match token {
         Some(t) if t.pinned => match app.pins.get(&t.id) {
             Some(pin) => {
                 let state = match app.pins.enter(&pin).await {
                     Ok(state) => state,
-                    Err(e) => return Ok(answer(out.unchanged(&t), pin_error(&e))),
+                    Err(e) => return Ok(answered(out.unchanged(&t), pin_error(&e))),
                 };
                 if let Some(why) = state.lost.clone() {
                     return Ok(Start::Answered(lost(&out, &t, &sql, &why)));
@@ -480,12 +564,13 @@ pub async fn start(
                     // Released by the request ahead in the queue (its COMMIT):
                     // nothing is pinned any more.
                     drop(state);
-                    return pooled(out, sql, verdict).await;
+                    return pooled(out, sql, params, verdict).await;
                 }
                 Ok(Start::Run(Ready {
                     id: out.id,
                     base: out.base,
                     sql,
+                    params,
                     verdict,
                     source: Source::Pinned { token: t, state },
                 }))
@@ -493,7 +578,7 @@ pub async fn start(
             None => match app.pins.ended(&t.id) {
                 // An older copy of a session whose pin ended normally (sent by
                 // concurrent requests): nothing is pinned, run it unpinned.
-                Some(Ended::Released) => pooled(out, sql, verdict).await,
+                Some(Ended::Released) => pooled(out, sql, params, verdict).await,
                 Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &sql, &why))),
                 None => {
                     let why = if t.instance == app.instance {
@@ -505,13 +590,18 @@ pub async fn start(
                 }
             },
         },
-        _ => pooled(out, sql, verdict).await,
+        _ => pooled(out, sql, params, verdict).await,
     }
 }
 
 /// A statement of a session without a pin: any pooled connection; a pin is
 /// admitted first if the statement means to make one.
-async fn pooled(out: SessionOut<'_>, sql: String, verdict: Verdict) -> Result<Start, ConnectError> {
+async fn pooled(
+    out: SessionOut<'_>,
+    sql: String,
+    params: Option<Vec<Value>>,
+    verdict: Verdict,
+) -> Result<Start, ConnectError> {
     let (app, creds) = (out.app, out.creds);
     let mut conn = app.pools.conn(creds).await?;
     let may_pin = matches!(verdict, Verdict::Refuse(_));
@@ -530,6 +620,7 @@ async fn pooled(out: SessionOut<'_>, sql: String, verdict: Verdict) -> Result<St
         id: out.id,
         base: out.base,
         sql,
+        params,
         verdict,
         source: Source::Pooled { conn, may_pin },
     }))
@@ -592,6 +683,7 @@ pub async fn run(
         id,
         base,
         sql,
+        params,
         verdict,
         source,
     } = ready;
@@ -603,19 +695,21 @@ pub async fn run(
     };
     match source {
         Source::Pinned { token, state } => {
-            run_pinned(&out, token, state, &sql, verdict, sink, stop).await
+            run_pinned(&out, token, state, &sql, params, verdict, sink, stop).await
         }
         Source::Pooled { conn, may_pin } => {
-            run_pooled(&out, conn, may_pin, &sql, verdict, sink, stop).await
+            run_pooled(&out, conn, may_pin, &sql, params, verdict, sink, stop).await
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_pinned(
     out: &SessionOut<'_>,
     t: Token,
     mut state: OwnedMutexGuard<PinState>,
     sql: &str,
+    params: Option<Vec<Value>>,
     verdict: Verdict,
     sink: &mut Sink,
     stop: &Stop,
@@ -627,7 +721,8 @@ async fn run_pinned(
         return Ok(lost(out, &t, sql, "the gateway no longer holds it"));
     };
     let started = Instant::now();
-    let ran = guarded(conn, sql, None, sink, stop).await;
+    let describer = describer(app, creds);
+    let ran = guarded(conn, sql, params, None, &describer, sink, stop).await;
     let timing = started.elapsed().as_secs_f64();
     let (outcome, (in_txn, autocommit)) = match ran {
         Ran::Done(outcome, status) => (outcome, status),
@@ -655,7 +750,8 @@ async fn run_pinned(
         }
     };
     state.in_transaction = in_txn;
-    state.sticky |= leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
+    state.sticky |=
+        leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_) | Outcome::Invalid(_));
     let keep = in_txn || !autocommit || state.sticky;
     if !keep {
         if let Some(conn) = state.conn.take() {
@@ -671,11 +767,13 @@ async fn run_pinned(
 
 /// A statement on a pooled connection; pinned if it leaves a transaction or
 /// session state.
+#[allow(clippy::too_many_arguments)]
 async fn run_pooled(
     out: &SessionOut<'_>,
     mut conn: Conn,
     may_pin: bool,
     sql: &str,
+    params: Option<Vec<Value>>,
     verdict: Verdict,
     sink: &mut Sink,
     stop: &Stop,
@@ -684,7 +782,18 @@ async fn run_pooled(
     let started = Instant::now();
     // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
     // session's own (sealed) value is what a direct connection would give.
-    let ran = guarded(&mut conn, sql, Some(out.base.last_insert_id), sink, stop).await;
+    let describer = describer(app, creds);
+    let last_insert_id = Some(out.base.last_insert_id);
+    let ran = guarded(
+        &mut conn,
+        sql,
+        params,
+        last_insert_id,
+        &describer,
+        sink,
+        stop,
+    )
+    .await;
     let timing = started.elapsed().as_secs_f64();
     let (outcome, (in_txn, autocommit)) = match ran {
         Ran::Done(outcome, status) => (outcome, status),
@@ -706,7 +815,8 @@ async fn run_pooled(
             return Err(why.error(stop));
         }
     };
-    let sticky = leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_));
+    let sticky =
+        leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_) | Outcome::Invalid(_));
     let pin = in_txn || !autocommit || sticky;
     if pin && !may_pin {
         // A statement that did not look like it (a procedure) left a
@@ -769,7 +879,9 @@ async fn run_pooled(
 async fn guarded(
     conn: &mut Conn,
     sql: &str,
+    params: Option<Vec<Value>>,
     last_insert_id: Option<u64>,
+    describer: &Describer<'_>,
     sink: &mut Sink,
     stop: &Stop,
 ) -> Ran {
@@ -777,7 +889,7 @@ async fn guarded(
         if let Some(id) = last_insert_id {
             restore_last_insert_id(conn, sql, id).await?;
         }
-        let outcome = run_statement(conn, sql, sink).await?;
+        let outcome = run_statement(conn, sql, params, describer, sink).await?;
         Ok::<_, Fail>((outcome, txn_status(conn).await?))
     };
     // Unbiased on purpose: a result that is always ready to read must not
@@ -837,6 +949,7 @@ fn respond(
             (None, Some(rpc_error(Code::ResourceExhausted, msg)))
         }
         Outcome::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
+        Outcome::Invalid(msg) => (None, Some(rpc_error(Code::InvalidArgument, msg))),
     };
     ExecuteResponse {
         session: Some(out.seal(pinned, in_txn, autocommit, result.as_ref())),
@@ -896,35 +1009,65 @@ fn pin_error(e: &PinError) -> RpcError {
 /// (multi-statement queries, CALL) are read and dropped, but an error in any
 /// of them is the answer, since part of the query failed. `Err` means the
 /// connection failed, or the sink's client went away.
-async fn run_statement(conn: &mut Conn, sql: &str, sink: &mut Sink) -> Result<Outcome, Fail> {
+async fn run_statement(
+    conn: &mut Conn,
+    sql: &str,
+    params: Option<Vec<Value>>,
+    describer: &Describer<'_>,
+    sink: &mut Sink,
+) -> Result<Outcome, Fail> {
     let mut qr = QueryResult::default();
+    let server_version = conn.server_version();
     let first = async {
-        let mut result = conn.query_iter(sql).await?;
-        match result.columns() {
-            Some(columns) if !columns.is_empty() => {
-                qr.fields = columns.iter().map(field).collect();
-                sink.columns(&qr.fields).await?;
-                if let Some(mut rows) = result.stream::<MysqlRow>().await? {
-                    while let Some(row) = rows.try_next().await? {
-                        sink.row(&row).await?;
-                    }
-                }
-                sink.end().await?;
+        match params {
+            None => {
+                let result = conn.query_iter(sql).await?;
+                read_first(result, &mut qr, describer, server_version, sink).await
             }
-            _ => {
-                // An OK packet: read its numbers before later results replace them.
-                qr.rows_affected = result.affected_rows();
-                qr.insert_id = result.last_insert_id().unwrap_or(0);
-                qr.insert_id_changed = qr.insert_id != 0;
-                qr.info = result.info().into_owned();
+            // COM_STMT_PREPARE, COM_STMT_EXECUTE, COM_STMT_CLOSE: a statement
+            // is never reused, because MySQL 8 fixes the type of a parameter
+            // that its context does not type (`SELECT ?`) at the statement's
+            // first execution and converts later values to it ('2x' → 2), so
+            // a cached statement would answer differently for the same
+            // request. Nothing is left prepared on the connection either
+            // (max_prepared_stmt_count is server-wide).
+            Some(params) => {
+                let stmt = conn.prep(sql).await?;
+                let read = async {
+                    let result = conn.exec_iter(&stmt, Params::Positional(params)).await?;
+                    read_first(result, &mut qr, describer, server_version, sink).await
+                }
+                .await;
+                match &read {
+                    // The connection is sound: close the statement on it.
+                    Ok(())
+                    | Err(Fail::Mysql(
+                        mysql_async::Error::Server(_)
+                        | mysql_async::Error::Driver(DriverError::StmtParamsMismatch { .. }),
+                    )) => conn.close(stmt).await?,
+                    // It failed or is being stopped: it goes, with its statement.
+                    Err(_) => {}
+                }
+                read
             }
         }
-        result.drop_result().await?;
-        Ok::<_, Fail>(())
     };
     match first.await {
-        Ok(()) => {}
+        Ok(()) => describer.statement_ran(sql),
         Err(Fail::Mysql(mysql_async::Error::Server(se))) => return Ok(Outcome::Sql(se)),
+        // The server counts the statement's `?` otherwise than bind.rs did (a
+        // session with NO_BACKSLASH_ESCAPES read a string differently):
+        // refused before anything was sent.
+        Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::StmtParamsMismatch {
+            required,
+            supplied,
+        }))) => {
+            return Ok(Outcome::Invalid(sql_message(
+                &format!("the server reads {required} placeholders in the statement, and {supplied} values were bound"),
+                1210,
+                "HY000",
+            )))
+        }
         // No infile handler is installed, on purpose: the shim's files are not
         // the client's. mysql_async drops the connection; the pool replaces it.
         Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::LocalInfile(_)))) => {
@@ -939,6 +1082,44 @@ async fn run_statement(conn: &mut Conn, sql: &str, sink: &mut Sink) -> Result<Ou
     }
     qr.rows = sink.take_rows();
     Ok(Outcome::Done(qr))
+}
+
+/// Reads the first result set of a statement into the sink (its rows one
+/// by one; a binary-protocol row is turned into text bytes first), or the
+/// numbers of its OK packet; the later result sets are read and dropped.
+async fn read_first<P: Protocol + Unpin>(
+    mut result: mysql_async::QueryResult<'_, '_, P>,
+    qr: &mut QueryResult,
+    describer: &Describer<'_>,
+    server_version: (u16, u16, u16),
+    sink: &mut Sink,
+) -> Result<(), Fail> {
+    let binary =
+        std::any::TypeId::of::<P>() == std::any::TypeId::of::<mysql_async::BinaryProtocol>();
+    match result.columns() {
+        Some(columns) if !columns.is_empty() => {
+            qr.fields = describer.fields(&columns, server_version).await;
+            sink.columns(&qr.fields).await?;
+            if let Some(mut rows) = result.stream::<MysqlRow>().await? {
+                while let Some(mut row) = rows.try_next().await? {
+                    if binary {
+                        binary_row::to_text(&mut row);
+                    }
+                    sink.row(&row).await?;
+                }
+            }
+            sink.end().await?;
+        }
+        _ => {
+            // An OK packet: read its numbers before later results replace them.
+            qr.rows_affected = result.affected_rows();
+            qr.insert_id = result.last_insert_id().unwrap_or(0);
+            qr.insert_id_changed = qr.insert_id != 0;
+            qr.info = result.info().into_owned();
+        }
+    }
+    result.drop_result().await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@
 pub mod account;
 pub mod auth;
 pub mod auth_clause;
+pub mod binary_row;
+pub mod bind;
 pub mod cancel;
+pub mod column_types;
 pub mod config;
 pub mod connect_error;
 pub mod deadline;
@@ -18,6 +21,7 @@ pub mod log;
 pub mod message_body;
 pub mod olap;
 pub mod pool;
+pub mod prepare;
 pub mod result;
 pub mod seal;
 pub mod server;

@@ -258,6 +258,13 @@ impl Pools {
             .pool_opts(pool_opts)
             // We chose the transport; do not switch to a socket found via @@socket.
             .prefer_socket(false)
+            // utf8mb4 in the server's default collation, on every connection and again
+            // after every reset: the handshake asks for utf8mb4_general_ci, but MySQL 8's
+            // COM_RESET_CONNECTION restores the global utf8mb4_0900_ai_ci, so string
+            // comparisons ('a' = 'A ', 'ß' = 'ss') and the charset ids of fields would
+            // depend on a pooled connection's history. (Resets run in the pool's
+            // recycler, off the request path.)
+            .setup(vec!["SET NAMES utf8mb4"])
             .tcp_nodelay(true);
         match &self.target {
             MysqlTarget::Socket(path) => builder.socket(Some(path.to_string_lossy().into_owned())),

@@ -3,18 +3,21 @@
 //! A vitess `Row` is the lengths of the values (-1 for NULL) and the values
 //! concatenated; the text protocol already gives every value as its MySQL text
 //! bytes, so a row is built with one exactly-sized allocation and one copy.
-use crate::type_map::vitess_type;
+use crate::type_map::{field_flags, vitess_type};
 use ferry_proto::vitess::query::{Field, Row};
 use mysql_async::{Column, Row as MysqlRow, Value};
 use std::borrow::Cow;
 
 /// A vitess `Field` from a column definition (all of it: clients such as
-/// database-js look at `charset` and `flags`, not only name and type).
+/// database-js look at `charset` and `flags`, not only name and type), with
+/// the flags as vitess reports them (`NUM_FLAG` on numbers). `column_type`
+/// is left for column_types.rs, which may also make a MariaDB LONGTEXT JSON.
 pub fn field(col: &Column) -> Field {
     let flags = col.flags().bits();
+    let code = col.column_type() as u8;
     Field {
         name: text(col.name_ref()),
-        r#type: vitess_type(col.column_type() as u8, flags) as i32,
+        r#type: vitess_type(code, flags) as i32,
         table: text(col.table_ref()),
         org_table: text(col.org_table_ref()),
         database: text(col.schema_ref()),
@@ -22,7 +25,7 @@ pub fn field(col: &Column) -> Field {
         column_length: col.column_length(),
         charset: u32::from(col.character_set()),
         decimals: u32::from(col.decimals()),
-        flags: u32::from(flags),
+        flags: field_flags(code, flags, col.column_length(), col.character_set()),
         column_type: String::new(),
     }
 }
@@ -174,7 +177,7 @@ mod tests {
             ("t", "things", "ferry")
         );
         assert_eq!(f.r#type, ferry_proto::vitess::query::Type::Uint32 as i32);
-        assert_eq!((f.column_length, f.charset, f.flags), (10, 63, 33));
+        assert_eq!((f.column_length, f.charset, f.flags), (10, 63, 33 | 32768));
     }
 
     #[test]

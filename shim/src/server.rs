@@ -4,6 +4,7 @@
 //! HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on TCP and, optionally, on
 //! a unix socket.
 use crate::auth::{self, Credentials};
+use crate::column_types::ColumnTypes;
 use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
 use crate::deadline::{self, Deadline};
@@ -17,7 +18,9 @@ use crate::session::Pins;
 use crate::sink::ChunkPolicy;
 use crate::stream::{self, StreamBody};
 use bytes::Bytes;
-use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, CreateSessionRequest, ExecuteRequest};
+use ferry_proto::psdb::v1alpha1::{
+    CloseSessionRequest, CreateSessionRequest, ExecuteRequest, PrepareRequest,
+};
 use ferry_proto::vitess::vtrpc::Code;
 use http::header::{
     HeaderValue, ALLOW, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE,
@@ -37,7 +40,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 
-const SERVICE: &str = "/psdb.v1alpha1.Database/";
 const PROTO: &str = "application/proto";
 
 pub struct App {
@@ -49,6 +51,8 @@ pub struct App {
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
     pub stream_chunks: ChunkPolicy,
+    /// Tables' column types from information_schema (column_types.rs).
+    pub column_types: ColumnTypes,
     /// The earliest an `unauthenticated` answer may leave (account.rs).
     pub auth_failure_delay: Duration,
 }
@@ -68,18 +72,14 @@ impl App {
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
             stream_chunks: cfg.stream_chunks,
+            column_types: ColumnTypes::new(cfg.column_type_cache, cfg.column_type_ttl),
             auth_failure_delay: cfg.auth_failure_delay,
         }
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Rpc {
-    Execute,
-    StreamExecute,
-    CreateSession,
-    CloseSession,
-}
+/// The RPCs served: the list the filter serves too (ferry-wire).
+use ferry_wire::rpc::Method as Rpc;
 
 /// A unary answer, or a stream.
 pub type ShimBody = Either<MessageBody, StreamBody>;
@@ -138,24 +138,11 @@ async fn rpc(
     user: &mut String,
 ) -> Result<Response<ShimBody>, ConnectError> {
     let path = req.uri().path();
-    let rpc = match path.strip_prefix(SERVICE) {
-        Some("Execute") => Rpc::Execute,
-        Some("StreamExecute") => Rpc::StreamExecute,
-        Some("CreateSession") => Rpc::CreateSession,
-        Some("CloseSession") => Rpc::CloseSession,
-        Some("Prepare") => {
-            return Err(ConnectError::new(
-                Code::Unimplemented,
-                format!("{path} is not implemented yet"),
-            ))
-        }
-        _ => {
-            return Err(ConnectError::new(
-                Code::Unimplemented,
-                format!("no such procedure: {path}"),
-            )
-            .with_status(404))
-        }
+    let Some(rpc) = Rpc::from_path(path) else {
+        return Err(
+            ConnectError::new(Code::Unimplemented, format!("no such procedure: {path}"))
+                .with_status(404),
+        );
     };
     if req.method() != Method::POST {
         return Err(ConnectError::new(
@@ -176,7 +163,7 @@ async fn rpc(
                 .map(HeaderValue::as_bytes),
             arrived,
         )?,
-        Rpc::CreateSession | Rpc::CloseSession => Deadline::NONE,
+        Rpc::CreateSession | Rpc::CloseSession | Rpc::Prepare => Deadline::NONE,
     };
     let body = read_body(req, app.max_request_bytes).await?;
     dispatch(app, rpc, creds, body, deadline).await
@@ -199,7 +186,21 @@ async fn dispatch(
     Ok(match rpc {
         Rpc::Execute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::execute(app, creds, req, deadline).await?)
+            // The statement runs in a task of its own, watching `alive`: if the client
+            // goes away (or cancels at its deadline, which it usually notices before
+            // the shim does), hyper drops this future, `alive` with it, and the
+            // statement is stopped in MySQL (KILL QUERY) instead of running on.
+            let (watch, alive) = tokio::sync::mpsc::channel(1);
+            let (app, creds) = (app.clone(), creds.clone());
+            let answer = tokio::spawn(async move {
+                execute::execute(&app, &creds, req, deadline, Some(watch)).await
+            })
+            .await
+            .map_err(|e| {
+                ConnectError::new(Code::Internal, format!("the statement's task failed: {e}"))
+            })?;
+            drop(alive);
+            proto_response(&answer?)
         }
         Rpc::StreamExecute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
@@ -214,6 +215,10 @@ async fn dispatch(
         Rpc::CloseSession => {
             let req = CloseSessionRequest::decode(body).map_err(bad)?;
             proto_response(&execute::close_session(app, creds, req).await?)
+        }
+        Rpc::Prepare => {
+            let req = PrepareRequest::decode(body).map_err(bad)?;
+            proto_response(&crate::prepare::prepare(app, creds, req).await?)
         }
     })
 }

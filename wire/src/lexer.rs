@@ -48,6 +48,11 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// The byte offset just past the last token returned (placeholder.rs).
+    pub(crate) fn offset(&self) -> usize {
+        self.i
+    }
+
     fn bytes(&self) -> &'a [u8] {
         self.src.as_bytes()
     }

@@ -202,6 +202,9 @@ pub struct ResponseEdit {
     pub body: BodyEdit,
     /// Trailers to add at the end of the body; the host creates the trailer map.
     pub trailers: Vec<Header>,
+    /// Stop here: Envoy keeps what the edit left of the body (a held stream's end
+    /// follows; see [`stream`]). Otherwise the body goes on.
+    pub pause: bool,
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -220,6 +223,7 @@ impl ResponseEdit {
             headers: HeaderEdits::default(),
             body: BodyEdit::Replace(body),
             trailers,
+            pause: false,
         }
     }
 }
@@ -435,10 +439,10 @@ impl Exchange {
         }
         let client = match detected {
             Detected::Served(client) => client,
-            Detected::NotServed(what) => {
+            Detected::NotServed(why) => {
                 return Err(reject(request::unsupported_media(
                     Code::Unimplemented,
-                    format!("{what} is not supported yet"),
+                    why.to_owned(),
                 )))
             }
             Detected::Unknown => {

@@ -9,12 +9,15 @@
 //! unsealed session — the shims take an unsealed session as a new one. So a
 //! `@planetscale/database` `transaction()` that throws and rolls back leaves its
 //! connection usable (a Connect error would not update the driver's session, and its
-//! ROLLBACK would go to the dead shim again, for ever). `CloseSession` succeeds.
+//! ROLLBACK would go to the dead shim again, for ever). `Prepare` answers the same
+//! error with the client's session, as the shims answer a Prepare of a lost pin.
+//! `CloseSession` succeeds.
 //! gRPC clients get status ABORTED: Envoy's local replies to gRPC requests carry no
 //! body, so no message can be sent.
 
 use ferry_proto::psdb::v1alpha1::{
-    CloseSessionRequest, CloseSessionResponse, ExecuteRequest, ExecuteResponse, Session,
+    CloseSessionRequest, CloseSessionResponse, ExecuteRequest, ExecuteResponse, PrepareRequest,
+    PrepareResponse, Session,
 };
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
@@ -31,6 +34,9 @@ pub enum Pinned {
         // Boxed: a vitess session is large, and this rides in every pinned call.
         session: Option<Box<Session>>,
         plain_rollback: bool,
+    },
+    Prepare {
+        session: Option<Box<Session>>,
     },
     CloseSession,
 }
@@ -50,6 +56,12 @@ impl Pinned {
                     session: r.session.map(Box::new),
                 })
             }
+            "Prepare" => {
+                let r = PrepareRequest::decode(message).ok()?;
+                Some(Pinned::Prepare {
+                    session: r.session.map(Box::new),
+                })
+            }
             "CloseSession" => {
                 CloseSessionRequest::decode(message).ok()?;
                 Some(Pinned::CloseSession)
@@ -62,6 +74,15 @@ impl Pinned {
     pub fn answer(&self) -> Vec<u8> {
         match self {
             Pinned::CloseSession => CloseSessionResponse::default().encode_to_vec(),
+            Pinned::Prepare { session } => PrepareResponse {
+                session: session.as_deref().cloned(),
+                error: Some(RpcError {
+                    message: affinity::LOST.to_owned(),
+                    code: VtCode::Aborted as i32,
+                }),
+                ..Default::default()
+            }
+            .encode_to_vec(),
             Pinned::Execute {
                 plain_rollback: true,
                 ..
@@ -137,6 +158,24 @@ mod tests {
         assert!(s.signature.is_empty(), "unsealed: the shims take it as new");
         let v = s.vitess_session.unwrap();
         assert!(v.autocommit && !v.in_transaction);
+    }
+
+    #[test]
+    fn prepare_fails_and_keeps_its_session() {
+        let msg = PrepareRequest {
+            query: "SELECT 1".into(),
+            session: Some(Session {
+                signature: vec![4, 5],
+                vitess_session: None,
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let p = Pinned::from_request("Prepare", &msg).unwrap();
+        let r = PrepareResponse::decode(p.answer().as_slice()).unwrap();
+        assert_eq!(r.error.unwrap().code(), VtCode::Aborted);
+        assert_eq!(r.session.unwrap().signature, vec![4, 5]);
+        assert!(r.fields.is_empty() && r.params_count == 0);
     }
 
     #[test]

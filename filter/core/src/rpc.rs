@@ -1,11 +1,13 @@
 //! The RPCs the filter serves: one table row per RPC with its path, its kind and the
-//! codec functions for its request and response messages. Serving another RPC
-//! (e.g. `Prepare`) is one more row.
+//! codec functions for its request and response messages. Serving another RPC is one
+//! more row.
 
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
-    ExecuteRequest, ExecuteResponse,
+    ExecuteRequest, ExecuteResponse, PrepareRequest, PrepareResponse,
 };
+
+use ferry_wire::rpc::Method;
 
 use crate::codec::{json, proto, CodecError};
 use crate::early_data::{self, Policy};
@@ -42,13 +44,12 @@ impl std::fmt::Debug for Rpc {
     }
 }
 
-/// The served RPCs. `Prepare` is not served yet: its path gets `unimplemented` like
-/// any unknown path.
+/// The served RPCs; any other path gets `unimplemented`.
 pub const RPCS: &[Rpc] = &[
     Rpc {
-        name: "Execute",
-        path: "/psdb.v1alpha1.Database/Execute",
-        streaming: false,
+        name: Method::Execute.name(),
+        path: Method::Execute.path(),
+        streaming: Method::Execute.streaming(),
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
         response_to_json: json::from_proto::<ExecuteResponse>,
@@ -60,9 +61,9 @@ pub const RPCS: &[Rpc] = &[
     // like Execute it may run in a pinned session and be replayed only when it is a
     // plain read. Not in GET form: Connect GET is for unary RPCs.
     Rpc {
-        name: "StreamExecute",
-        path: "/psdb.v1alpha1.Database/StreamExecute",
-        streaming: true,
+        name: Method::StreamExecute.name(),
+        path: Method::StreamExecute.path(),
+        streaming: Method::StreamExecute.streaming(),
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
         response_to_json: json::from_proto::<ExecuteResponse>,
@@ -71,9 +72,9 @@ pub const RPCS: &[Rpc] = &[
         get: false,
     },
     Rpc {
-        name: "CreateSession",
-        path: "/psdb.v1alpha1.Database/CreateSession",
-        streaming: false,
+        name: Method::CreateSession.name(),
+        path: Method::CreateSession.path(),
+        streaming: Method::CreateSession.streaming(),
         request_from_json: json::to_proto::<CreateSessionRequest>,
         validate_request: proto::validate::<CreateSessionRequest>,
         response_to_json: json::from_proto::<CreateSessionResponse>,
@@ -81,10 +82,25 @@ pub const RPCS: &[Rpc] = &[
         carries_session: false,
         get: false,
     },
+    // The statement's fields and parameter count, as the server reports them; the shim
+    // prepares and closes it on the session's connection, so it runs nothing and
+    // changes nothing: safe to replay (early data), whatever the session holds. It
+    // carries the session (a pinned one is prepared on its pin: temporary tables).
     Rpc {
-        name: "CloseSession",
-        path: "/psdb.v1alpha1.Database/CloseSession",
-        streaming: false,
+        name: Method::Prepare.name(),
+        path: Method::Prepare.path(),
+        streaming: Method::Prepare.streaming(),
+        request_from_json: json::to_proto::<PrepareRequest>,
+        validate_request: proto::validate::<PrepareRequest>,
+        response_to_json: json::from_proto::<PrepareResponse>,
+        early_data: Policy::Allow,
+        carries_session: true,
+        get: false,
+    },
+    Rpc {
+        name: Method::CloseSession.name(),
+        path: Method::CloseSession.path(),
+        streaming: Method::CloseSession.streaming(),
         request_from_json: json::to_proto::<CloseSessionRequest>,
         validate_request: proto::validate::<CloseSessionRequest>,
         response_to_json: json::from_proto::<CloseSessionResponse>,
@@ -103,6 +119,17 @@ pub fn lookup(path: &str) -> Option<&'static Rpc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use ferry_wire::rpc as wire_rpc;
+
+    #[test]
+    fn every_rpc_of_the_shared_list_has_one_row() {
+        for method in wire_rpc::ALL {
+            let rows = RPCS.iter().filter(|r| r.path == method.path()).count();
+            assert_eq!(rows, 1, "{method:?}");
+        }
+        assert_eq!(RPCS.len(), wire_rpc::ALL.len());
+    }
 
     #[test]
     fn served_paths() {
@@ -124,8 +151,12 @@ mod tests {
             lookup("/psdb.v1alpha1.Database/Execute?x=1").unwrap().name,
             "Execute"
         );
+        let prepare = lookup("/psdb.v1alpha1.Database/Prepare").unwrap();
+        assert_eq!(prepare.name, "Prepare");
+        assert!(prepare.carries_session && !prepare.streaming && !prepare.get);
+        assert!(matches!(prepare.early_data, Policy::Allow));
         for not_served in [
-            "/psdb.v1alpha1.Database/Prepare",
+            "/psdb.v1alpha1.Database/Nope",
             "/psdb.v1alpha1.Database/execute",
             "/psdb.v1alpha1.Database/Execute/",
             "/",

@@ -376,11 +376,16 @@ async fn credentials_read_alike_and_oversized_headers_are_refused_clearly() {
     let padded = basic_auth(&cfg.user, &cfg.password);
     let unpadded = padded.trim_end_matches('=').to_owned();
     assert_ne!(padded, unpadded, "the dev credentials need padding");
-    let body = serde_json::json!({ "query": "SELECT 1" }).to_string().into_bytes();
+    let body = serde_json::json!({ "query": "SELECT 1" })
+        .to_string()
+        .into_bytes();
     let a = c
         .post(
             EXECUTE,
-            &[("content-type", "application/json"), ("authorization", &unpadded)],
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &unpadded),
+            ],
             body.clone(),
         )
         .await;
@@ -391,7 +396,10 @@ async fn credentials_read_alike_and_oversized_headers_are_refused_clearly() {
     let a = c
         .post(
             EXECUTE,
-            &[("content-type", "application/json"), ("authorization", &huge)],
+            &[
+                ("content-type", "application/json"),
+                ("authorization", &huge),
+            ],
             body,
         )
         .await;
@@ -399,7 +407,10 @@ async fn credentials_read_alike_and_oversized_headers_are_refused_clearly() {
     let json = a.json();
     assert_eq!(json["code"], "resource_exhausted");
     assert!(
-        json["message"].as_str().unwrap().contains("4096-byte limit"),
+        json["message"]
+            .as_str()
+            .unwrap()
+            .contains("4096-byte limit"),
         "{json}"
     );
     let msg = ExecuteRequest {

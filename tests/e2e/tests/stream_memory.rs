@@ -82,6 +82,7 @@ async fn a_gib_stream_arrives_whole_in_bounded_memory() {
     let (mut next, mut bytes, mut messages) = (0u64, 0u64, 0u64);
     while let Some(m) = stream.message().await.unwrap() {
         messages += 1;
+        assert!(m.error.is_none(), "the statement failed: {:?}", m.error);
         let Some(result) = m.result else { continue };
         for row in &result.rows {
             let cells = ferry_e2e::rows::cells(row);

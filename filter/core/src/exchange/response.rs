@@ -301,6 +301,7 @@ impl Call {
                 headers: HeaderEdits::default(),
                 body: BodyEdit::Prepend(header),
                 trailers: end.trailers,
+                pause: false,
             },
             None => error_edit(
                 client,
@@ -331,6 +332,12 @@ impl Call {
                 ResponseBodyStep::Finish(edit)
             }
             ResponseFlow::Convert { .. } => ResponseBodyStep::Read(limits.max_response_bytes),
+            // The rest was held (its outcome was known): Envoy buffered the body, so
+            // the end can still be written into it.
+            ResponseFlow::Stream(stream) if stream.holds() => {
+                stream.at_end = true;
+                ResponseBodyStep::Read(limits.max_response_bytes)
+            }
             // Every chunk went on already: no body is left to write into, only
             // trailers. gRPC ends there; a Connect stream's end message cannot follow
             // trailers (the shim never sends any).
@@ -490,6 +497,7 @@ impl Call {
             headers,
             body,
             trailers: end.trailers,
+            pause: false,
         })
     }
 }

@@ -3,6 +3,18 @@
 //! converted as each chunk arrives: codec, per-message compression, the client's
 //! envelopes, and the protocol's end (gRPC trailers, Connect's end message). Only the
 //! partial envelope at a chunk's end stays in the VM; nothing is buffered whole.
+//!
+//! Once the stream's outcome is known (the shim's end message, or a failure) before
+//! its body ends, the rest is held: that chunk's output stays in the VM, the chunk is
+//! emptied and the callback pauses, and the client's end goes out with the body's end
+//! from a paused filter. Envoy (1.40, `FilterManager::encodeData`) loses trailers a
+//! filter adds in a body callback whenever a later encoder filter stops on that same
+//! chunk, and the stream then hangs; the grpc_web filter in front of this one stops on
+//! every chunk without a whole frame when it answers `grpc-web-text`, and the last
+//! chunk of a gRPC stream is empty (its end is the trailers). Resumed from a pause,
+//! Envoy passes the body on and then the trailers, whatever the later filters do with
+//! the body. The shim ends its body with a chunk of its own, after its end message,
+//! so the pause happens; the hold lasts until that chunk arrives.
 
 use ferry_compress::Encoding;
 
@@ -24,6 +36,8 @@ pub(crate) struct StreamConverter {
     ended: Option<Option<(Code, String)>>,
     /// The stream went wrong on the way: the rest is dropped and this is its end.
     failed: Option<(Code, String)>,
+    /// Output held back since the outcome became known, to go out with the end.
+    held: Vec<u8>,
 }
 
 /// Why a message of the stream cannot go on.
@@ -45,7 +59,13 @@ impl StreamConverter {
             at_end: false,
             ended: None,
             failed: None,
+            held: Vec::new(),
         }
+    }
+
+    /// The outcome is known and the rest is held until the body's end (see above).
+    pub(super) fn holds(&self) -> bool {
+        self.ended.is_some() || self.failed.is_some()
     }
 
     /// Converts the next chunk of the shim's stream; at the end, adds the client's end.
@@ -84,6 +104,13 @@ impl StreamConverter {
             }
         }
         if !self.at_end {
+            if self.holds() {
+                self.held.append(&mut out);
+                return ResponseEdit {
+                    pause: true,
+                    ..ResponseEdit::replace(Vec::new(), Vec::new())
+                };
+            }
             return ResponseEdit::replace(out, Vec::new());
         }
         let outcome = self.outcome();
@@ -92,8 +119,10 @@ impl StreamConverter {
                 .as_ref()
                 .map(|(code, message)| (*code, message.as_str())),
         );
-        out.extend_from_slice(&end.body);
-        ResponseEdit::replace(out, end.trailers)
+        let mut body = std::mem::take(&mut self.held);
+        body.append(&mut out);
+        body.extend_from_slice(&end.body);
+        ResponseEdit::replace(body, end.trailers)
     }
 
     /// How the stream ended: the shim's own end, or what went wrong before it.

@@ -246,7 +246,7 @@ fn request_trailers_end_a_buffered_body() {
 
 #[test]
 fn unknown_paths_are_unimplemented_404() {
-    for path in ["/psdb.v1alpha1.Database/Prepare", "/nope"] {
+    for path in ["/psdb.v1alpha1.Database/Nope", "/nope"] {
         let (status, code, message) =
             connect_error(&reply_of_headers(&head(path, "application/json")));
         assert_eq!((status, code.as_str()), (404, "unimplemented"), "{path}");
@@ -293,14 +293,17 @@ fn content_types() {
             "unsupported content-type \"text/plain\"".into()
         )
     );
+    // gRPC-Web arrives here only if Envoy's grpc_web filter did not convert it.
     let reply = reply_of_headers(&head(EXECUTE, "application/grpc-web+proto"));
-    assert_eq!(
-        connect_error(&reply),
-        (
-            415,
-            "unimplemented".into(),
-            "gRPC-Web is not supported yet".into()
-        )
+    let (status, code, message) = connect_error(&reply);
+    assert_eq!((status, code.as_str()), (415, "unimplemented"));
+    assert!(message.contains("lacks the grpc_web filter"), "{message}");
+    let reply = reply_of_headers(&head(EXECUTE, "application/grpc-web+json"));
+    let (status, code, message) = connect_error(&reply);
+    assert_eq!((status, code.as_str()), (415, "unimplemented"));
+    assert!(
+        message.starts_with("gRPC-Web with JSON is not served"),
+        "{message}"
     );
     // A streaming content type for a unary RPC (and the reverse), as connect-go.
     let reply = reply_of_headers(&head(EXECUTE, "application/connect+json"));
@@ -1229,10 +1232,7 @@ fn early_session_rpcs() {
 #[test]
 fn early_requests_get_their_usual_errors_first() {
     // A request that would be refused anyway says why, as outside early data.
-    let reply = reply_of_headers(&early(
-        "/psdb.v1alpha1.Database/Prepare",
-        "application/json",
-    ));
+    let reply = reply_of_headers(&early("/psdb.v1alpha1.Database/Nope", "application/json"));
     assert_eq!(reply.status, 404);
     let reply = reply_of_headers(&RequestHead {
         authorization: None,

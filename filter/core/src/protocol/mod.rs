@@ -102,7 +102,7 @@ impl Client {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Detected {
     Served(Client),
-    /// A protocol Ferry knows but does not serve yet.
+    /// A protocol Ferry knows but does not serve in this form: why (the 415's message).
     NotServed(&'static str),
     /// Missing or unknown content type.
     Unknown,
@@ -148,18 +148,39 @@ pub const CONTENT_TYPES: &[(&str, Detected)] = &[
     served("application/grpc", GRPC, Codec::Proto, "grpc-proto"),
     served("application/grpc+proto", GRPC, Codec::Proto, "grpc-proto"),
     served("application/grpc+json", GRPC, Codec::Json, "grpc-json"),
-    ("application/grpc-web", Detected::NotServed("gRPC-Web")),
+    // gRPC-Web is Envoy's: its grpc_web filter, in front of this one, turns these four
+    // (exactly these, without parameters) into gRPC. So they arrive here only when it
+    // did not.
+    (
+        "application/grpc-web",
+        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    ),
     (
         "application/grpc-web+proto",
-        Detected::NotServed("gRPC-Web"),
+        Detected::NotServed(GRPC_WEB_UNCONVERTED),
     ),
-    ("application/grpc-web+json", Detected::NotServed("gRPC-Web")),
-    ("application/grpc-web-text", Detected::NotServed("gRPC-Web")),
+    (
+        "application/grpc-web-text",
+        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    ),
     (
         "application/grpc-web-text+proto",
-        Detected::NotServed("gRPC-Web"),
+        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    ),
+    // ... which converts no JSON.
+    (
+        "application/grpc-web+json",
+        Detected::NotServed(GRPC_WEB_JSON),
+    ),
+    (
+        "application/grpc-web-text+json",
+        Detected::NotServed(GRPC_WEB_JSON),
     ),
 ];
+
+const GRPC_WEB_UNCONVERTED: &str = "gRPC-Web is served through Envoy's grpc_web filter, which did not convert this request: this gateway's Envoy configuration lacks the grpc_web filter, or the content-type is not exactly one it converts (application/grpc-web, application/grpc-web+proto, application/grpc-web-text, application/grpc-web-text+proto, without parameters)";
+
+const GRPC_WEB_JSON: &str = "gRPC-Web with JSON is not served: Envoy's grpc_web filter converts protobuf only (application/grpc-web+proto, application/grpc-web-text+proto); use one of those, or application/grpc+json or application/json";
 
 /// The served media types, for `accept-post` on 415 answers.
 pub const ACCEPTED: &str = "application/json, application/proto, application/connect+json, application/connect+proto, application/grpc, application/grpc+proto, application/grpc+json";
@@ -237,7 +258,15 @@ mod tests {
         );
         assert_eq!(
             detect(Some("application/grpc-web+proto")),
-            Detected::NotServed("gRPC-Web")
+            Detected::NotServed(GRPC_WEB_UNCONVERTED)
+        );
+        assert_eq!(
+            detect(Some("application/grpc-web; charset=utf-8")),
+            Detected::NotServed(GRPC_WEB_UNCONVERTED)
+        );
+        assert_eq!(
+            detect(Some("application/grpc-web+json")),
+            Detected::NotServed(GRPC_WEB_JSON)
         );
         assert_eq!(detect(Some("text/plain")), Detected::Unknown);
         assert_eq!(detect(Some("")), Detected::Unknown);
