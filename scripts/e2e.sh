@@ -83,7 +83,7 @@ browser_gateway gateway >/dev/null
 echo "stack up in $FERRY_RUN_DIR (https://127.0.0.1:$FERRY_PORT; shim over TCP: port $FERRY_E2E_TCP_PORT; two shims: port $FERRY_E2E_PAIR_PORT; browser (CORS): port $FERRY_E2E_BROWSER_PORT)"
 
 status=0
-# First and alone, on a fresh Envoy and shim: a >1 GiB StreamExecute, watching their memory.
+# First and alone, on a fresh Envoy and shim: a 2.4 GiB StreamExecute, watching their memory.
 cargo test -p ferry-e2e --test stream_memory -- --ignored --nocapture || status=$?
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # Alone, after the others: kills and restarts the shim mid-transaction.

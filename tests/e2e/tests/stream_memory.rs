@@ -1,4 +1,4 @@
-//! A StreamExecute of more than a GiB arrives complete and in order while Envoy's and
+//! A StreamExecute of several GiB arrives complete and in order while Envoy's and
 //! the shim's memory stays bounded: nothing in the path buffers the result. Run alone
 //! (`--ignored`, by scripts/e2e.sh), so no other test moves the RSS figures.
 mod common;
@@ -14,7 +14,7 @@ const THOUSAND: &str =
     "WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 999) SELECT n FROM k";
 /// Rows of this many bytes each, numbered from 0.
 const ROW_BYTES: u64 = 8192;
-const ROWS: u64 = 160_000; // 1.22 GiB of values
+const ROWS: u64 = 320_000; // 2.44 GiB of values
 
 fn pid(name: &str) -> u32 {
     let run_dir = cfg().root_cnf.parent().unwrap().to_path_buf();
