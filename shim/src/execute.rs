@@ -72,6 +72,20 @@ fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
     }
 }
 
+/// A statement's MySQL error as the answer's `error` (vitess's code and message),
+/// logged without the statement.
+pub(crate) fn sql_error(se: &mysql_async::ServerError, creds: &Credentials) -> RpcError {
+    let code = sql_code(se.code);
+    crate::log!(
+        Level::Info,
+        "sql error",
+        user = creds.user,
+        errno = se.code,
+        code = format!("{code:?}")
+    );
+    rpc_error(code, sql_message(&se.message, se.code, &se.state))
+}
+
 /// Transaction control: the status flags say when it is over, so it pins
 /// without leaving sticky state.
 fn is_transaction_control(label: &str) -> bool {
@@ -918,23 +932,7 @@ fn respond(
 ) -> ExecuteResponse {
     let (result, error) = match outcome {
         Outcome::Done(result) => (Some(result), None),
-        Outcome::Sql(se) => {
-            let code = sql_code(se.code);
-            crate::log!(
-                Level::Info,
-                "sql error",
-                user = creds.user,
-                errno = se.code,
-                code = format!("{code:?}")
-            );
-            (
-                None,
-                Some(rpc_error(
-                    code,
-                    sql_message(&se.message, se.code, &se.state),
-                )),
-            )
-        }
+        Outcome::Sql(se) => (None, Some(sql_error(&se, creds))),
         Outcome::TooLarge(overflow) => {
             let msg = match overflow {
                 Overflow::Bytes => format!(

@@ -14,7 +14,7 @@ use crate::auth::Credentials;
 use crate::bind::{self, Mode};
 use crate::column_types::describer;
 use crate::connect_error::ConnectError;
-use crate::error_map::{sql_code, sql_message};
+use crate::error_map::sql_message;
 use crate::execute::{self, Start};
 use crate::log::Level;
 use crate::server::App;
@@ -83,18 +83,7 @@ pub async fn prepare(
         }
         Err(mysql_async::Error::Server(se)) => {
             ready.release_clean();
-            let code = sql_code(se.code);
-            crate::log!(
-                Level::Info,
-                "sql error",
-                user = creds.user,
-                errno = se.code,
-                code = format!("{code:?}")
-            );
-            Ok(failed(RpcError {
-                message: sql_message(&se.message, se.code, &se.state),
-                code: code as i32,
-            }))
+            Ok(failed(execute::sql_error(&se, creds)))
         }
         // The connection failed: a pooled one is discarded (its reset stays
         // armed), a pin's next statement finds it dead and ends the pin.

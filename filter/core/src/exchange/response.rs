@@ -449,36 +449,30 @@ impl Call {
                 }
             }
         }
-        let mut compressed = Vec::new();
+        // Compressed bytes go after room for their envelope header too: whichever
+        // buffer is sent gets its header written in place, with no copy.
+        let mut compressed = vec![0; header_len];
         let message = out.get(header_len..).unwrap_or_default();
         let used = compression::compress(&settings.compression, encoding, message, &mut compressed);
         let mut headers = HeaderEdits::default();
         let end = client.wire.end(None);
         let body = if enveloped {
-            let (flags, message) = if used == Encoding::Identity {
-                (0, out.split_off(header_len))
+            let (flags, mut framed) = if used == Encoding::Identity {
+                (0, out)
             } else {
                 (COMPRESSED, compressed)
             };
-            let Some(header) = envelope::header(flags, message.len()) else {
-                return Ok(error_edit(
-                    client,
-                    Code::ResourceExhausted,
-                    "response message is too large",
-                ));
-            };
-            // Reuse the room kept in front of an uncompressed message.
-            let mut framed = if flags == 0 {
-                out.clear();
-                out.extend_from_slice(&header);
-                out.extend_from_slice(&message);
-                out
-            } else {
-                let mut framed = Vec::with_capacity(HEADER_LEN + message.len());
-                framed.extend_from_slice(&header);
-                framed.extend_from_slice(&message);
-                framed
-            };
+            let header = envelope::header(flags, framed.len().saturating_sub(HEADER_LEN));
+            match (header, framed.get_mut(..HEADER_LEN)) {
+                (Some(header), Some(slot)) => slot.copy_from_slice(&header),
+                _ => {
+                    return Ok(error_edit(
+                        client,
+                        Code::ResourceExhausted,
+                        "response message is too large",
+                    ))
+                }
+            }
             framed.extend_from_slice(&end.body);
             BodyEdit::Replace(framed)
         } else if used != Encoding::Identity {
@@ -486,7 +480,7 @@ impl Call {
                 client.wire.encoding_headers().content,
                 used.name().to_owned(),
             ));
-            BodyEdit::Replace(compressed)
+            BodyEdit::Replace(compressed) // no envelope: no room was kept
         } else if client.codec == Codec::Proto {
             // The shim's body is the answer as it is.
             BodyEdit::Keep

@@ -131,7 +131,8 @@ impl StreamConverter {
             return Some(failed);
         }
         if let Err(e) = self.decoder.finish() {
-            return Some(Failure::from(e).into_pair());
+            let Failure(code, message) = e.into();
+            return Some((code, message));
         }
         match self.ended.take() {
             Some(end) => end,
@@ -141,12 +142,6 @@ impl StreamConverter {
                     .into(),
             )),
         }
-    }
-}
-
-impl Failure {
-    fn into_pair(self) -> (Code, String) {
-        (self.0, self.1)
     }
 }
 
@@ -173,19 +168,30 @@ fn write_message(
             &converted
         }
     };
-    let mut compressed = Vec::new();
-    let used = compression::compress(&settings.compression, encoding, message, &mut compressed);
-    let (flags, payload) = if used == Encoding::Identity {
-        (0, message)
+    // The envelope's header goes in first, filled in once its length is known;
+    // a compressed message is written straight after it, with no copy.
+    let start = out.len();
+    out.extend_from_slice(&[0; envelope::HEADER_LEN]);
+    let used = compression::compress(&settings.compression, encoding, message, out);
+    let flags = if used == Encoding::Identity {
+        out.extend_from_slice(message);
+        0
     } else {
-        (COMPRESSED, compressed.as_slice())
+        COMPRESSED
     };
-    if envelope::write(flags, payload, out) {
-        Ok(())
-    } else {
-        Err(Failure(
-            Code::ResourceExhausted,
-            "a message of the stream is too large to frame".into(),
-        ))
+    let len = out.len().saturating_sub(start + envelope::HEADER_LEN);
+    let header = envelope::header(flags, len);
+    match (header, out.get_mut(start..start + envelope::HEADER_LEN)) {
+        (Some(header), Some(slot)) => {
+            slot.copy_from_slice(&header);
+            Ok(())
+        }
+        _ => {
+            out.truncate(start);
+            Err(Failure(
+                Code::ResourceExhausted,
+                "a message of the stream is too large to frame".into(),
+            ))
+        }
     }
 }
