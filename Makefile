@@ -53,6 +53,7 @@ unit:
 
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
 validate: wasm
+	@python3 scripts/envoy-replicas.py --check
 	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" && scripts/dev-cert.sh && \
 	for f in $(ENVOY_CONFIGS); do \
 	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \
@@ -88,6 +89,13 @@ bench-sweep-compression: build
 # 5,000 concurrent sessions (HTTP/2 and HTTP/3) on MariaDB max_connections=100.
 bench-sessions: build
 	loadtest/bench.sh sessions
+
+# Read/write split (issue 10, loadtest/README.md "Replicas"): point selects at 4…200 VUs,
+# primary only vs primary + replica (two stacks, .run/bench and .run/bench-replicas),
+# HTTP/2 and HTTP/3, the MySQL baseline, CPU per call of every process; ~10 minutes.
+.PHONY: bench-replicas
+bench-replicas: build
+	loadtest/bench.sh replicas
 
 bench-down:
 	loadtest/bench.sh down

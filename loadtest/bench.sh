@@ -9,17 +9,20 @@
 #                                MySQL 8.0 zstd 1/3/7; loopback cost per codec (CPU per call); Envoy's
 #                                compressor filter vs the Ferry filter's (make bench-compression)
 #   bench.sh sessions            SESSIONS (5000) concurrent sessions, HTTP/2 and HTTP/3, MariaDB max_connections=100
+#   bench.sh replicas            point selects at 4…200 VUs: primary only vs primary + replica (two stacks
+#                                up at once, runs interleaved), HTTP/2 and HTTP/3, the MySQL baseline, CPU
+#                                per call of every process (make bench-replicas; results replicas.md)
 #   bench.sh build               build bin/k6 and the tools only
 #   bench.sh report DIR          re-render DIR/results.{json,md} and charts from DIR/runs
 #   bench.sh down                stop a bench stack / namespaces left by an interrupted run
 # Results: loadtest/results/<timestamp>/ (results.md, results.json, charts/*.png, runs/, logs/).
 # Knobs: FAR_LOSS=<percent> (far shape loss), WORKLOADS="cold-start warm-select ..."
-# (subset), CLIENTS="mysql h2 h3", SWEEP_VUS="4 8 ...", SWEEP_DURATION=10s,
+# (subset), CLIENTS="mysql h2 h3", SWEEP_VUS="4 8 ...", SWEEP_DURATION=10s (also replicas),
 # compression: PARTS="far far-envoy loopback pair envoy", CODECS="identity gzip zstd snappy s2", PROTO_CODECS
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
-# RUN_NICE=-10 (loopback parts: the stack's threads and k6 at this nice; "" = leave them).
+# RUN_NICE=-10 (compression loopback parts, replicas: the stack's threads and k6 at this nice; "" = leave them).
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
@@ -33,7 +36,8 @@ NS_S=ferryb-srv NS_C=ferryb-cli SRV_IP=10.77.0.1
 STACK="${BENCH_STACK:-$ROOT/scripts/stack.sh}" # another stack script: for testing the suite itself
 
 # --- the bench's own stack instance (own run dir and ports; see scripts/env.sh) ---
-# $1 = local (everything in this namespace) | ns (server side in ferryb-srv)
+# $1 = local (everything in this namespace) | ns (server side in ferryb-srv);
+# $2 = a name for another local instance (run dir .run/bench-NAME; set BENCH_* ports for it)
 stack_env() {
   export FERRY_PORT="${BENCH_PORT:-28443}" FERRY_ADMIN_PORT="${BENCH_ADMIN_PORT:-29901}"
   export FERRY_SHIM_ADDR="127.0.0.1:${BENCH_SHIM_PORT:-28081}" FERRY_MYSQL_PORT="${BENCH_MYSQL_PORT:-53306}"
@@ -43,7 +47,7 @@ stack_env() {
     export FERRY_CERT_EXTRA_SAN="IP:$SRV_IP"
     SRV_NS=(ip netns exec "$NS_S")
   else
-    export FERRY_RUN_DIR="$ROOT/.run/bench" FERRY_HOST=127.0.0.1 FERRY_MYSQL_HOST=127.0.0.1
+    export FERRY_RUN_DIR="$ROOT/.run/bench${2:+-$2}" FERRY_HOST=127.0.0.1 FERRY_MYSQL_HOST=127.0.0.1
     SRV_NS=()
   fi
   export FERRY_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql.sock"
@@ -58,8 +62,8 @@ stack_env() {
 stack_up() {
   mkdir -p "$FERRY_RUN_DIR"
   "$ROOT/scripts/dev-cert.sh" >/dev/null # certs first: MariaDB's TLS arguments point at them
-  "${SRV_NS[@]}" "$STACK" up >"$OUT/logs/stack-up.log" 2>&1 \
-    || { cat "$OUT/logs/stack-up.log" >&2; return 1; }
+  local log="$OUT/logs/${STACK_LOG:-stack-up}.log"
+  "${SRV_NS[@]}" "$STACK" up >"$log" 2>&1 || { cat "$log" >&2; return 1; }
   # Clients in the other namespace connect from 10.77.0.2: let the bench user in from there.
   mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -e "
     CREATE USER IF NOT EXISTS 'ferry'@'10.77.0.%' IDENTIFIED BY 'ferry';
@@ -125,8 +129,9 @@ run() {
   local count=(-e ITERATIONS="$n")
   [[ "$n" == *s ]] && count=(-e DURATION="$n")
   case $w in *insert) "$LT/bin/fixtures" -socket "$FERRY_MYSQL_SOCKET" -truncate ;; esac
-  local cpu0=""
+  local cpu0="" served0=""
   [ -z "${CPU_PIDS:-}" ] || cpu0=$(cpu_snap)
+  [ -z "${SERVED_SHIMS:-}" ] || served0=$(served_snap)
   # k6's own http trusts the system roots only: SSL_CERT_FILE makes Go's x509 read the dev CA.
   "${CLI_NS[@]}" ${RUN_NICE:+nice -n "$RUN_NICE"} env SSL_CERT_FILE="$CA" "$LT/bin/k6" run --quiet --no-color --log-output=stderr \
     -e CLIENT="$client" -e FERRY_URL="https://$HOST:${RUN_PORT:-$FERRY_PORT}" -e MYSQL_ADDR="$HOST:$FERRY_MYSQL_PORT" \
@@ -137,15 +142,44 @@ run() {
   # A run that wrote no summary would be missing from the report: count it as a failure.
   [ -s "$OUT/runs/$name.json" ] || { echo "  no summary from $name: see $OUT/logs/$name.log" >&2; MISSING=$((MISSING + 1)); return; }
   [ -z "$cpu0" ] || cpu_note "$OUT/runs/$name.json" "$cpu0" "$(cpu_snap)"
+  [ -z "$served0" ] || served_note "$OUT/runs/$name.json" "$served0" "$(served_snap)"
 }
 
 # --- CPU per call of the stack's processes: CPU_PIDS="envoy:PID shim:PID mysql:PID" ---
-# cpu_snap prints "name:ticks ..." (utime + stime of the whole process, all threads).
+# cpu_snap prints "name:ticks ..." (utime + stime of the whole process, all threads);
+# PID "all" = the whole host's busy time, every core (/proc/stat: all but idle and iowait).
 cpu_snap() {
   local np
   for np in $CPU_PIDS; do
+    if [ "${np#*:}" = all ]; then
+      printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)"
+      continue
+    fi
     printf '%s:%s ' "${np%%:*}" "$(sed 's/^.*) //' "/proc/${np#*:}/stat" | awk '{ print $12 + $13 }')"
   done
+}
+
+# --- which shim answered: SERVED_SHIMS="shim:HOST:PORT shim-replica:HOST:PORT" ---
+# served_snap prints "name:count ..." (Execute answers, ferry_shim_requests_total at /metrics).
+served_snap() {
+  local ns
+  for ns in $SERVED_SHIMS; do
+    printf '%s:%s ' "${ns%%:*}" "$(curl -sf --http2-prior-knowledge "http://${ns#*:}/metrics" \
+      | awk '/^ferry_shim_requests_total\{/ && /rpc="Execute"/ { n += $NF } END { print n + 0 }')"
+  done
+}
+
+# served_note SUMMARY BEFORE AFTER: adds served_by {shim: answers during the run}.
+served_note() {
+  python3 - "$@" <<'PY'
+import json, sys
+path, before, after = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+doc = json.load(open(path))
+b = dict(x.split(":") for x in before)
+doc["served_by"] = {k: int(v) - int(b[k]) for k, v in (x.split(":") for x in after)}
+json.dump(doc, open(path, "w"))
+print("  answered by: " + ", ".join(f"{k} {v}" for k, v in doc["served_by"].items()))
+PY
 }
 
 # cpu_note SUMMARY BEFORE AFTER: adds cpu_ms_per_call {name: ms} (÷ the run's measured calls).
@@ -362,6 +396,136 @@ compression_envoy() {
   compressor_down
 }
 
+# --- the replicas benchmark (bench.sh replicas; loadtest/README.md "Replicas") ---
+# Two local stacks up at once, each with its own run dir and ports, so their runs can be
+# interleaved on a shared host: `primary` (FERRY_REPLICAS=0: MariaDB, one shim, envoy/ferry.yaml;
+# .run/bench and the usual bench ports) and `replica` (FERRY_REPLICAS=1: the primary with a
+# binary log, a GTID replica with its own shim, envoy/replicas.yaml sending reads there;
+# .run/bench-replicas, ports BENCH_REPLICAS_{PORT,ADMIN_PORT,SHIM_PORT,MYSQL_PORT} and
+# BENCH_REPLICA_{SHIM,MYSQL}_PORT). Runs on the replica stack are labelled net=loopback-replica.
+# replicas_env primary|replica: stack.sh's and run()'s environment for one of them.
+replicas_env() {
+  export FERRY_SHIMS=1 FERRY_ENVOY_SCENARIO="" FERRY_MYSQL_FLAVOR=mariadb
+  if [ "$1" = primary ]; then
+    stack_env local
+    export FERRY_REPLICAS=0
+    NETLABEL=loopback
+  else
+    BENCH_PORT="${BENCH_REPLICAS_PORT:-28453}" BENCH_ADMIN_PORT="${BENCH_REPLICAS_ADMIN_PORT:-29911}" \
+      BENCH_SHIM_PORT="${BENCH_REPLICAS_SHIM_PORT:-28091}" BENCH_MYSQL_PORT="${BENCH_REPLICAS_MYSQL_PORT:-53316}" \
+      stack_env local replicas
+    export FERRY_REPLICAS=1 FERRY_REPLICA_SHIM_ADDR="127.0.0.1:${BENCH_REPLICA_SHIM_PORT:-28093}" \
+      FERRY_REPLICA_MYSQL_PORT="${BENCH_REPLICA_MYSQL_PORT:-53318}" \
+      FERRY_REPLICA_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql-replica.sock"
+    NETLABEL=loopback-replica
+  fi
+  local p="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)" s="shim:$FERRY_SHIM_ADDR"
+  if [ "$1" = replica ]; then
+    p+=" shim-replica:$(pid_of shim-replica) mysql-replica:$(pid_of mysql-replica)"
+    s+=" shim-replica:$FERRY_REPLICA_SHIM_ADDR"
+  fi
+  # Before the stack is up there are no pids yet; replicas_up sets the env again after.
+  REPLICAS_PIDS="$p host:all" REPLICAS_SHIMS=$s
+} 2>/dev/null
+
+replicas_up() {
+  trap 'replicas_env primary; stack_down; replicas_env replica; stack_down' EXIT
+  replicas_env primary; STACK_LOG=stack-up-primary stack_up
+  replicas_env replica; STACK_LOG=stack-up-replica stack_up
+  # The fixtures went in through the primary's binary log: wait until the replica has them.
+  local pos root=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" -N -B)
+  pos=$("${root[@]}" --socket="$FERRY_MYSQL_SOCKET" -e 'SELECT @@gtid_binlog_pos')
+  [ "$("${root[@]}" --socket="$FERRY_REPLICA_MYSQL_SOCKET" -e "SELECT MASTER_GTID_WAIT('$pos', 600)")" = 0 ] \
+    || { echo "the replica did not reach the primary's GTID position $pos" >&2; return 1; }
+  echo "  replica caught up at GTID $pos; sbtest rows on the replica: $("${root[@]}" \
+    --socket="$FERRY_REPLICA_MYSQL_SOCKET" -e 'SELECT COUNT(*) FROM ferry.sbtest')"
+  local pids=() st p
+  for st in primary replica; do
+    replicas_env "$st"
+    for p in $REPLICAS_PIDS; do [ "${p#*:}" = all ] || pids+=("${p#*:}"); done
+  done
+  prioritize "${pids[@]}"
+}
+
+# replicas_run STACK CLIENT VUS: one point-select run on that stack, with the CPU of its
+# processes (and the host's) and which shim answered.
+replicas_run() {
+  replicas_env "$1"
+  CPU_PIDS=$REPLICAS_PIDS SERVED_SHIMS=$REPLICAS_SHIMS run point-select "$2" "" "$3" "${SWEEP_DURATION:-10s}"
+}
+
+# Every concurrency: the MySQL baseline (on the primary-only stack's MariaDB), then each
+# Ferry client on both stacks, which of the two goes first alternating between points.
+replicas_bench() {
+  local vus client i=0 order st
+  for vus in ${SWEEP_VUS:-4 8 16 32 64 100 200}; do
+    order="primary replica"; [ $((i % 2)) = 0 ] || order="replica primary"; i=$((i + 1))
+    for client in $CLIENTS; do
+      if [ "$client" = mysql ]; then replicas_run primary mysql "$vus"; continue; fi
+      for st in $order; do replicas_run "$st" "$client" "$vus"; done
+    done
+  done
+}
+
+# replicas_report: OUT/replicas.md, QPS and p95 side by side per concurrency, then CPU
+# per call of every process.
+replicas_report() {
+  python3 - "$OUT" <<'PY' | tee "$OUT/replicas.md"
+import glob, json, os, sys
+out = sys.argv[1]
+runs = {}
+for f in glob.glob(os.path.join(out, "runs", "point-select.*.json")):
+    d = json.load(open(f)); l = d["labels"]; m = d["metrics"]
+    calls = m.get("ferry_calls", {}).get("values", {}).get("count", 0)
+    dur = d["state"]["testRunDurationMs"] / 1000
+    stack = "replica" if l["net"].endswith("-replica") else "primary"
+    runs[(l["client"], stack, l["vus"])] = {
+        "qps": calls / dur if dur else 0, "p95": m.get("ferry_ms", {}).get("values", {}).get("p(95)", 0),
+        "p50": m.get("ferry_ms", {}).get("values", {}).get("p(50)", 0),
+        "errors": m.get("ferry_errors", {}).get("values", {}).get("count", 0), "calls": calls,
+        "cpu": d.get("cpu_ms_per_call", {}), "served": d.get("served_by", {})}
+vus = sorted({k[2] for k in runs})
+clients = [c for c in ("h2", "h3") if any(k[0] == c for k in runs)]
+def cell(r): return f"{r['qps']:,.0f} · {r['p95']:.2f}" if r else "–"
+print("# Point selects: primary only vs primary + replica\n")
+print("QPS · p95 ms per concurrency (VUs). `primary` = FERRY_REPLICAS=0 (one MariaDB, one shim); "
+      "`+ replica` = FERRY_REPLICAS=1 (reads to the replica's shim and MariaDB). MySQL+TLS = "
+      "the MySQL protocol straight to the primary-only stack's MariaDB. ×QPS = + replica ÷ primary.\n")
+hdr = "| VUs | MySQL+TLS |" + "".join(f" {c} primary | {c} + replica | {c} ×QPS |" for c in clients)
+print(hdr); print("|" + "---|" * (hdr.count("|") - 1))
+for v in vus:
+    row = f"| {v} | {cell(runs.get(('mysql', 'primary', v)))} |"
+    for c in clients:
+        a, b = runs.get((c, "primary", v)), runs.get((c, "replica", v))
+        ratio = f"{b['qps'] / a['qps']:.2f}" if a and b and a["qps"] else "–"
+        row += f" {cell(a)} | {cell(b)} | {ratio} |"
+    print(row)
+errs = [(k, r["errors"]) for k, r in sorted(runs.items()) if r["errors"]]
+print("\nErrors: " + (", ".join(f"{k[0]} {k[1]} {k[2]} VUs: {e}" for k, e in errs) if errs else "none") + ".\n")
+print("## CPU per call (ms, utime + stime ÷ measured calls)\n")
+print("`host` = every core's busy time (all processes, k6 included) ÷ calls; `rest` = host − the "
+      "stack's processes (mostly k6); `cores` = host CPU × QPS (2 = both cores busy); `replica "
+      "answered` = the replica shim's share of the Execute answers.\n")
+names = ["envoy", "shim", "shim-replica", "mysql", "mysql-replica"]
+print("| client | stack | VUs | QPS | " + " | ".join(names) + " | host | rest | cores | replica answered |")
+print("|" + "---|" * (len(names) + 8))
+for c in ["mysql"] + clients:
+    for st in ("primary", "replica"):
+        for v in vus:
+            r = runs.get((c, st, v))
+            if not r or not r["cpu"]:
+                continue
+            cpu = r["cpu"]
+            own = sum(cpu.get(n, 0) for n in names)
+            vals = " | ".join(f"{cpu[n]:.3f}" if n in cpu else "–" for n in names)
+            s = r["served"]; tot = sum(s.values())
+            share = f"{100 * s.get('shim-replica', 0) / tot:.0f} %" if tot and c != "mysql" else "–"
+            host = cpu.get("host", 0)
+            print(f"| {c} | {st} | {v} | {r['qps']:,.0f} | {vals} | {host:.3f} | {host - own:.3f} | "
+                  f"{host * r['qps'] / 1000:.2f} | {share} |")
+PY
+}
+
 # --- entry points ---
 prepare() { # PROFILE
   PROFILE=$1
@@ -460,9 +624,18 @@ case "${1:-}" in
       esac
     done
     finish || true ;;
+  replicas)
+    # issue 10: primary only vs primary + replica, point selects at SWEEP_VUS (loopback).
+    prepare replicas
+    RUN_NICE="${RUN_NICE--10}"
+    replicas_up; replicas_env primary; shape loopback
+    replicas_bench
+    replicas_report
+    finish || true ;;
   report) "$LT/bin/report" "${2:?results dir}" ;;
   down)
     stack_env ns; compressor_down; mysql80 down || true; stack_down
-    stack_env local; compressor_down; stack_down; "$LT/net.sh" down ;;
-  *) sed -n '2,23p' "$0" >&2; exit 2 ;;
+    stack_env local; compressor_down; stack_down; "$LT/net.sh" down
+    replicas_env replica; stack_down ;;
+  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
 esac

@@ -68,7 +68,20 @@ mysql8_stack() {
     FERRY_MYSQL_PORT="${FERRY_E2E_MYSQL8_MYSQL_PORT:-43307}" FERRY_MYSQL_SOCKET="$MYSQL8_RUN_DIR/mysql.sock" \
     FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$MYSQL8_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
-stop_all() { mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+# A stack with a read replica (FERRY_REPLICAS=1: a MariaDB primary and its GTID replica,
+# a shim each, envoy/replicas.yaml) on ports of its own, for replicas.rs, which stops
+# replication, kills shims and restarts MariaDB: run alone. FERRY_E2E_REPLICAS=0 skips it.
+REPLICAS_RUN_DIR="$FERRY_RUN_DIR/replicas"
+replicas_env() {
+  export FERRY_REPLICAS=1 FERRY_RUN_DIR="$REPLICAS_RUN_DIR" FERRY_PORT="${FERRY_E2E_REPLICAS_PORT:-18449}" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_REPLICAS_ADMIN_PORT:-19906}" FERRY_SHIM_ADDR="${FERRY_E2E_REPLICAS_SHIM_ADDR:-127.0.0.1:18087}" \
+    FERRY_REPLICA_SHIM_ADDR="${FERRY_E2E_REPLICAS_REPLICA_SHIM_ADDR:-127.0.0.1:18088}" \
+    FERRY_MYSQL_PORT="${FERRY_E2E_REPLICAS_MYSQL_PORT:-43308}" FERRY_REPLICA_MYSQL_PORT="${FERRY_E2E_REPLICAS_REPLICA_MYSQL_PORT:-43309}" \
+    FERRY_MYSQL_SOCKET="$REPLICAS_RUN_DIR/mysql.sock" FERRY_REPLICA_MYSQL_SOCKET="$REPLICAS_RUN_DIR/mysql-replica.sock" \
+    FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$REPLICAS_RUN_DIR/certs/session.keys" FERRY_READ_AFTER_WRITE_WAIT_MS=500
+}
+replicas_stack() { (replicas_env && "$ROOT/scripts/stack.sh" "$@"); }
+stop_all() { replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
@@ -123,6 +136,14 @@ if [ "${FERRY_E2E_MYSQL8:-1}" = 1 ]; then
       && cd "$ROOT/tests/driver" && node --test types.test.js) || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$MYSQL8_RUN_DIR"/logs/{envoy,shim}.log || status=1
   mysql8_stack down >/dev/null
+fi
+
+# Read replicas: routing by class, read-your-writes, kills and restarts (tests/e2e/tests/replicas.rs).
+if [ "${FERRY_E2E_REPLICAS:-1}" = 1 ]; then
+  replicas_stack up >/dev/null && (replicas_env
+    cargo test -p ferry-e2e --test replicas -- --ignored --test-threads=1 --nocapture) || status=$?
+  ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$REPLICAS_RUN_DIR"/logs/{envoy,shim,shim-replica}.log || status=1
+  replicas_stack down >/dev/null
 fi
 
 # Envoy and the shim must have survived every bad input above.

@@ -11,6 +11,10 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_SHIM_UNIX:=}"                    # shim: optional extra unix socket
 : "${FERRY_SHIMS:=1}"                       # shims behind Envoy: 1 (envoy/ferry.yaml) or 2 (envoy/two-shims.yaml)
 : "${FERRY_SHIM2_ADDR:=127.0.0.1:8082}"     # the second shim (FERRY_SHIMS=2), h2c
+: "${FERRY_REPLICAS:=0}"                    # 1: also a MariaDB GTID replica of the primary, its own shim, envoy/replicas.yaml
+: "${FERRY_REPLICA_SHIM_ADDR:=127.0.0.1:8083}"  # the replica's shim (FERRY_REPLICAS=1; FERRY_SHIM_ROLE=replica), h2c
+: "${FERRY_REPLICA_MYSQL_PORT:=33307}"      # the replica MariaDB (FERRY_REPLICAS=1): TCP port ...
+: "${FERRY_REPLICA_MYSQL_SOCKET:=$FERRY_RUN_DIR/mysql-replica.sock}"  # ... and socket (data: $FERRY_RUN_DIR/mysql-replica)
 : "${FERRY_SESSION_KEYS_FILE:=$FERRY_RUN_DIR/certs/session.keys}"  # shim: session sealing keys (dev-cert.sh)
 : "${FERRY_SHIM_USER:=}"                    # run the shim as this OS user (default: the caller)
 : "${FERRY_MYSQL_HOST:=127.0.0.1}"          # MariaDB TCP
@@ -23,7 +27,7 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_MYSQL_EXTRA_ARGS:=}"             # extra mariadbd/mysqld arguments (e.g. TLS for benchmarks)
 : "${FERRY_MYSQL_FLAVOR:=mariadb}"          # the stack's database: mariadb (Debian's) | mysql8 (8.0.33, install-mysql8.sh)
 : "${FERRY_MYSQL8_HOME:=$ROOT/target/mysql-8.0.33}"  # where install-mysql8.sh puts MySQL 8.0
-: "${FERRY_WAIT_HEALTHY:=false}"            # stack.sh: return only once Envoy has seen the shims healthy
+: "${FERRY_WAIT_HEALTHY:=true}"             # stack.sh: return only once Envoy has seen the shims healthy (~1 s)
 : "${FERRY_MYSQL_DATABASE:=ferry}"          # dev database, user and password
 : "${FERRY_MYSQL_USER:=ferry}"
 : "${FERRY_MYSQL_PASSWORD:=ferry}"
@@ -32,5 +36,5 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_VENV:=$ROOT/.venv}"
 : "${ENVOY:=$FERRY_VENV/bin/envoy}"
 export FERRY_RUN_DIR FERRY_HOST FERRY_PORT FERRY_ADMIN_HOST FERRY_ADMIN_PORT FERRY_SHIM_ADDR \
-  FERRY_SHIM_UNIX FERRY_SHIMS FERRY_SHIM2_ADDR FERRY_SESSION_KEYS_FILE FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_MYSQL_FLAVOR FERRY_MYSQL8_HOME FERRY_WAIT_HEALTHY FERRY_EARLY_DATA FERRY_ENVOY_SCENARIO FERRY_CORS_ORIGINS FERRY_MYSQL_DATABASE \
+  FERRY_SHIM_UNIX FERRY_SHIMS FERRY_SHIM2_ADDR FERRY_REPLICAS FERRY_REPLICA_SHIM_ADDR FERRY_REPLICA_MYSQL_PORT FERRY_REPLICA_MYSQL_SOCKET FERRY_SESSION_KEYS_FILE FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_MYSQL_FLAVOR FERRY_MYSQL8_HOME FERRY_WAIT_HEALTHY FERRY_EARLY_DATA FERRY_ENVOY_SCENARIO FERRY_CORS_ORIGINS FERRY_MYSQL_DATABASE \
   FERRY_MYSQL_USER FERRY_MYSQL_PASSWORD FERRY_WASM FERRY_SHIM_BIN FERRY_VENV ENVOY

@@ -7,6 +7,7 @@ source "$(dirname "$0")/env.sh"
 src="${1:?usage: render-envoy.sh envoy/<scenario>.yaml}"
 shim_host="${FERRY_SHIM_ADDR%:*}" shim_port="${FERRY_SHIM_ADDR##*:}"
 shim2_host="${FERRY_SHIM2_ADDR%:*}" shim2_port="${FERRY_SHIM2_ADDR##*:}"
+replica_host="${FERRY_REPLICA_SHIM_ADDR%:*}" replica_port="${FERRY_REPLICA_SHIM_ADDR##*:}"
 # CORS origins (envoy/browser.yaml): FERRY_CORS_ORIGINS, comma-separated, each exactly
 # scheme://host[:port] (no wildcard, no path) -> [{ exact: "..." }, ...]
 cors=""
@@ -22,6 +23,7 @@ sed -E \
   -e "/# FERRY_LISTEN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_HOST, port_value: $FERRY_PORT/" \
   -e "/# FERRY_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim_host, port_value: $shim_port/" \
   -e "/# FERRY_SHIM2\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim2_host, port_value: $shim2_port/" \
+  -e "/# FERRY_REPLICA_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $replica_host, port_value: $replica_port/" \
   -e "/# FERRY_ALTSVC\$/s/h3=\":[0-9]+\"/h3=\":$FERRY_PORT\"/" \
   -e "/# FERRY_CORS_ORIGINS\$/s#allow_origin_string_match: \[.*\]#allow_origin_string_match: [$cors]#" \
   -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \

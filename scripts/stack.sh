@@ -9,6 +9,15 @@
 # FERRY_MYSQL_FLAVOR=mysql8: MySQL 8.0.33 instead of MariaDB (installed under
 # $FERRY_MYSQL8_HOME by scripts/install-mysql8.sh on first use); its client is
 # $FERRY_MYSQL8_HOME/bin/mysql.
+# FERRY_REPLICAS=1 (MariaDB only): the primary writes a binary log (GTIDs), and a second
+# MariaDB (data $FERRY_RUN_DIR/mysql-replica, port FERRY_REPLICA_MYSQL_PORT, socket
+# FERRY_REPLICA_MYSQL_SOCKET, read_only) replicates it with GTIDs (master_use_gtid=slave_pos);
+# seeded once from a consistent dump of the primary (accounts included), as the
+# replication user `ferry_repl`, whose random password is in $FERRY_RUN_DIR/mysql-repl.cnf
+# (mode 0600). The primary's shim runs with FERRY_TRACK_GTID=1; a second shim
+# (FERRY_SHIM_ROLE=replica, pid/log name shim-replica) on FERRY_REPLICA_SHIM_ADDR serves the
+# replica; Envoy runs envoy/replicas.yaml (reads to the replica, the rest to the primary).
+# Both servers take root's password from mysql-root.cnf. Pid/log names: mysql-replica.
 # Pids and logs live under $FERRY_RUN_DIR/{pids,logs}; data under $FERRY_RUN_DIR/mysql.
 # MariaDB's root has a random password, in $FERRY_RUN_DIR/mysql-root.cnf (mode 0600):
 #   mariadb --defaults-file=.run/mysql-root.cnf --socket=.run/mysql.sock
@@ -40,6 +49,10 @@ wait_for() { # wait_for WHAT SECONDS CMD...
 }
 
 ROOT_CNF="$FERRY_RUN_DIR/mysql-root.cnf"
+REPL_CNF="$FERRY_RUN_DIR/mysql-repl.cnf" RDATA="$FERRY_RUN_DIR/mysql-replica"
+case "$FERRY_REPLICAS" in 0) ;; 1) [ "$FERRY_MYSQL_FLAVOR" = mariadb ] && [ "$FERRY_SHIMS" = 1 ] \
+  || { echo "FERRY_REPLICAS=1 needs FERRY_MYSQL_FLAVOR=mariadb and FERRY_SHIMS=1" >&2; exit 2; } ;;
+  *) echo "FERRY_REPLICAS must be 0 or 1" >&2; exit 2 ;; esac
 case "$FERRY_MYSQL_FLAVOR" in
   mariadb) CLIENT=mariadb ADMIN=mariadb-admin ;;
   mysql8) CLIENT="$FERRY_MYSQL8_HOME/bin/mysql" ADMIN="$FERRY_MYSQL8_HOME/bin/mysqladmin" ;;
@@ -93,12 +106,76 @@ mysql_up() {
     mariadb_init
     # Its own temporary directory (large sorts spill there), not a /tmp others may clean.
     mkdir -p "$FERRY_RUN_DIR/mysql-tmp"
+    # With replicas: a binary log (GTIDs), kept a day, for the replica to follow.
+    local binlog=()
+    [ "$FERRY_REPLICAS" != 1 ] || binlog=(--server-id=1 --log-bin="$DATA/binlog" --binlog-format=ROW --expire-logs-days=1)
     start mysql mariadbd --no-defaults --user="$(id -un)" --datadir="$DATA" \
       --socket="$FERRY_MYSQL_SOCKET" --port="$FERRY_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
       --pid-file="$DATA/mariadbd.pid" --log-error="$LOGS/mysql-error.log" --tmpdir="$FERRY_RUN_DIR/mysql-tmp" \
-      --max-connections=500 --innodb-buffer-pool-size=256M $FERRY_MYSQL_EXTRA_ARGS
+      --max-connections=500 --innodb-buffer-pool-size=256M "${binlog[@]}" $FERRY_MYSQL_EXTRA_ARGS
   fi
   mysql_ready
+  [ "$FERRY_REPLICAS" != 1 ] || replica_up
+}
+
+# The replica (FERRY_REPLICAS=1): its own data dir, made once with root's password from
+# mysql-root.cnf, then seeded from the primary and replicating it.
+sql_replica() { mariadb --defaults-file="$ROOT_CNF" --socket="$FERRY_REPLICA_MYSQL_SOCKET" "$@"; }
+replica_up() {
+  [ "$(sql_root -N -e 'SELECT @@log_bin')" = 1 ] \
+    || { echo "the primary MariaDB runs without a binary log: stop it (make down) and start again with FERRY_REPLICAS=1" >&2; return 1; }
+  if ! [ -d "$RDATA/mysql" ]; then
+    echo "initialising the replica's data dir $RDATA"
+    mkdir -p "$RDATA"
+    local pw init="$FERRY_RUN_DIR/mysql-replica-init.sql"
+    pw=$(sed -n 's/^password=//p' "$ROOT_CNF")
+    (umask 077 && { echo "FLUSH PRIVILEGES;"; root_sql "$pw"; } > "$init")
+    mariadb-install-db --no-defaults --user="$(id -un)" --datadir="$RDATA" \
+      --auth-root-authentication-method=normal --skip-test-db --extra-file="$init" \
+      >"$LOGS/mysql-replica-init.log" 2>&1 || { rm -f "$init"; cat "$LOGS/mysql-replica-init.log" >&2; return 1; }
+    rm -f "$init"
+  fi
+  mkdir -p "$FERRY_RUN_DIR/mysql-replica-tmp"
+  # read_only: only replication (and root) write here. Relay logs in its data dir.
+  start mysql-replica mariadbd --no-defaults --user="$(id -un)" --datadir="$RDATA" \
+    --socket="$FERRY_REPLICA_MYSQL_SOCKET" --port="$FERRY_REPLICA_MYSQL_PORT" --bind-address="$FERRY_MYSQL_HOST" \
+    --pid-file="$RDATA/mariadbd.pid" --log-error="$LOGS/mysql-replica-error.log" --tmpdir="$FERRY_RUN_DIR/mysql-replica-tmp" \
+    --server-id=2 --relay-log="$RDATA/relay" --read-only --max-connections=500 --innodb-buffer-pool-size=128M \
+    $FERRY_MYSQL_EXTRA_ARGS
+  wait_for "the replica MariaDB" 60 mariadb-admin --no-defaults --socket="$FERRY_REPLICA_MYSQL_SOCKET" ping
+  wait_for "the replica MariaDB login as root" 30 sql_replica -e 'SELECT 1'
+  [ -z "$(sql_replica -N -e 'SHOW SLAVE STATUS')" ] && replica_seed
+  # Replicating (I/O and SQL threads running) before anything relies on it.
+  wait_for "replication to run" 30 sh -c "$(printf '%q ' mariadb --defaults-file="$ROOT_CNF" \
+    --socket="$FERRY_REPLICA_MYSQL_SOCKET") -e 'SHOW SLAVE STATUS\G' | grep -c -E 'Slave_(IO|SQL)_Running: Yes' | grep -qx 2"
+}
+
+# Seeds the replica from a consistent snapshot of the primary and starts replication at
+# that snapshot's GTID position. Accounts first (CREATE USER IF NOT EXISTS; any created
+# later reach the replica through the binary log), then every other database in one
+# transaction (--single-transaction) with the GTID position it was taken at.
+replica_seed() {
+  echo "seeding the replica from the primary"
+  local pw; pw=$(openssl rand -hex 24)
+  (umask 077 && printf '[client]\nuser=ferry_repl\npassword=%s\n' "$pw" > "$REPL_CNF")
+  sql_root <<SQL
+CREATE USER IF NOT EXISTS 'ferry_repl'@'$FERRY_MYSQL_HOST' IDENTIFIED BY '$pw';
+ALTER USER 'ferry_repl'@'$FERRY_MYSQL_HOST' IDENTIFIED BY '$pw';
+GRANT REPLICATION SLAVE ON *.* TO 'ferry_repl'@'$FERRY_MYSQL_HOST';
+SQL
+  mariadb-dump --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" --system=users --insert-ignore \
+    | sql_replica
+  local dbs; dbs=$(sql_root -N -e "SELECT schema_name FROM information_schema.schemata
+    WHERE schema_name NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')")
+  # --gtid --master-data=1: the dump sets gtid_slave_pos to the snapshot's position.
+  # shellcheck disable=SC2086
+  mariadb-dump --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" --single-transaction \
+    --gtid --master-data=1 --routines --events --triggers --databases $dbs | sql_replica
+  sql_replica <<SQL
+CHANGE MASTER TO MASTER_HOST='$FERRY_MYSQL_HOST', MASTER_PORT=$FERRY_MYSQL_PORT,
+  MASTER_USER='ferry_repl', MASTER_PASSWORD='$pw', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+START SLAVE;
+SQL
 }
 
 mariadb_init() {
@@ -151,8 +228,19 @@ shim_up() {
     [ -z "$FERRY_SHIM_UNIX" ] || chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"
     cmd=(setpriv --reuid="$FERRY_SHIM_USER" --regid="$(id -g "$FERRY_SHIM_USER")" --init-groups -- "${cmd[@]}")
   fi
-  start shim "${cmd[@]}"
+  # With replicas the primary's shim records each write's GTID in the session
+  # (read-your-writes on the replica).
+  local gtid=0; [ "$FERRY_REPLICAS" != 1 ] || gtid=1
+  FERRY_SHIM_ROLE=primary FERRY_TRACK_GTID="$gtid" start shim "${cmd[@]}"
   wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
+  if [ "$FERRY_REPLICAS" = 1 ]; then
+    # The replica's shim: the same command and keys, on the replica's MariaDB (socket,
+    # or its port with FERRY_MYSQL_TRANSPORT=tcp), no unix socket of its own.
+    FERRY_MYSQL_SOCKET="$FERRY_REPLICA_MYSQL_SOCKET" FERRY_MYSQL_PORT="$FERRY_REPLICA_MYSQL_PORT" \
+      FERRY_SHIM_ROLE=replica FERRY_TRACK_GTID=0 FERRY_SHIM_ADDR="$FERRY_REPLICA_SHIM_ADDR" \
+      FERRY_SHIM_UNIX="" FERRY_SHIM_ADVERTISE="$FERRY_REPLICA_SHIM_ADDR" start shim-replica "${cmd[@]}"
+    wait_for shim-replica 15 curl -sf --http2-prior-knowledge "http://$FERRY_REPLICA_SHIM_ADDR/healthz"
+  fi
   if [ "$FERRY_SHIMS" = 2 ]; then
     # The same command as the first shim, on its own address and without a unix socket.
     # (FERRY_SHIM_ADVERTISE, if set, is the first shim's: the second advertises its own.)
@@ -166,6 +254,7 @@ envoy_up() {
   [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
   local scenario=ferry
   case "$FERRY_SHIMS" in 1) ;; 2) scenario=two-shims ;; *) echo "FERRY_SHIMS must be 1 or 2" >&2; exit 2 ;; esac
+  [ "$FERRY_REPLICAS" != 1 ] || scenario=replicas
   scenario="${FERRY_ENVOY_SCENARIO:-$scenario}"
   [ -f "$ROOT/envoy/$scenario.yaml" ] || { echo "no Envoy scenario envoy/$scenario.yaml" >&2; exit 2; }
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
@@ -176,6 +265,9 @@ envoy_up() {
   # Envoy's first check times out while the wasm VM loads, the next comes 5 s later.
   [ "$FERRY_WAIT_HEALTHY" != true ] || wait_for "Envoy to see $FERRY_SHIMS healthy shim(s)" 30 sh -c \
     "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^shim::.*::health_flags::healthy\$') -ge $FERRY_SHIMS ]"
+  # With replicas: and both members (replica and primary shim) of the read cluster.
+  [ "$FERRY_WAIT_HEALTHY" != true ] || [ "$scenario" != replicas ] || wait_for "Envoy to see the read cluster healthy" 30 sh -c \
+    "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^reads::.*::health_flags::healthy\$') -ge 2 ]"
 }
 
 stop() {
@@ -208,11 +300,20 @@ HINT
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
-  down) stop envoy; stop shim2; stop shim; stop mysql ;;
-  status) for n in mysql shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) envoy; do running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
+  down) stop envoy; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql ;;
+  status) for n in mysql $([ "$FERRY_REPLICAS" = 1 ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
+      $([ "$FERRY_REPLICAS" = 1 ] && echo shim-replica) envoy; do
+      running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
+  # Single parts, for tests that stop and restart one of them (e.g. tests/e2e/tests/replicas.rs):
+  #   stack.sh mysql | replica | shim (the shims) -- each starts what is not running.
+  mysql) mysql_up ;;
+  replica) [ "$FERRY_REPLICAS" = 1 ] || { echo "FERRY_REPLICAS=1 only" >&2; exit 2; }; replica_up ;;
+  shim) shim_up ;;
   run)
     trap '"$0" down; exit 0' INT TERM
     "$0" up
-    tail -n 0 -F "$LOGS/shim.log" $([ "$FERRY_SHIMS" = 2 ] && echo "$LOGS/shim2.log") "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
-  *) echo "usage: $0 up|down|status|run|gateway" >&2; exit 2 ;;
+    tail -n 0 -F "$LOGS/shim.log" $([ "$FERRY_SHIMS" = 2 ] && echo "$LOGS/shim2.log") \
+      $([ "$FERRY_REPLICAS" = 1 ] && echo "$LOGS/shim-replica.log" "$LOGS/mysql-replica-error.log") \
+      "$LOGS/envoy.log" "$LOGS/mysql-error.log" & wait ;;
+  *) echo "usage: $0 up|down|status|run|gateway|mysql|replica|shim" >&2; exit 2 ;;
 esac

@@ -87,22 +87,34 @@ impl Policy {
             return Encoding::Identity;
         }
         let enc = negotiate::choose(accept, &self.preference);
-        if enc == Encoding::Identity {
-            return enc;
+        if enc == Encoding::Identity || self.sample_pays(enc, body, scratch) {
+            enc
+        } else {
+            Encoding::Identity
         }
+    }
+
+    /// Whether `body` is worth compressing with `enc` by someone else (a compressor
+    /// after us, e.g. Envoy's): not below `min_bytes`, and its sample, compressed here
+    /// with `enc`, shrinks to `max_ratio`.
+    pub fn worth(&self, enc: Encoding, body: &[u8]) -> bool {
+        enc != Encoding::Identity
+            && body.len() >= self.min_bytes
+            && self.sample_pays(enc, body, &mut Vec::new())
+    }
+
+    /// Whether the start of `body` compresses with `enc` to `max_ratio` (using
+    /// `scratch` past its length, and leaving it as it was).
+    fn sample_pays(&self, enc: Encoding, body: &[u8], scratch: &mut Vec<u8>) -> bool {
         let sample = body.get(..self.sample_bytes).unwrap_or(body);
         if sample.is_empty() {
-            return enc;
+            return true;
         }
         let start = scratch.len();
         compress_level(enc, self.level, sample, scratch);
         let compressed = scratch.len().saturating_sub(start);
         scratch.truncate(start);
-        if self.pays(compressed, sample.len()) {
-            enc
-        } else {
-            Encoding::Identity
-        }
+        self.pays(compressed, sample.len())
     }
 
     fn pays(&self, compressed: usize, original: usize) -> bool {
@@ -190,6 +202,17 @@ mod tests {
             );
             assert!(out.is_empty());
         }
+    }
+
+    #[test]
+    fn worth_judges_for_a_compressor_after_us() {
+        let p = Policy::default();
+        assert!(p.worth(Encoding::Zstd, &rows(100 * 1024)));
+        assert!(p.worth(Encoding::Gzip, &rows(2000)));
+        assert!(!p.worth(Encoding::Zstd, &rows(1023)), "below min_bytes");
+        assert!(!p.worth(Encoding::Zstd, &random(100 * 1024, 9)));
+        assert!(!p.worth(Encoding::Gzip, &random(10 * 1024, 10)));
+        assert!(!p.worth(Encoding::Identity, &rows(100 * 1024)));
     }
 
     #[test]

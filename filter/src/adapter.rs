@@ -16,9 +16,10 @@
 //! from a body callback only when it held them ([`RequestHeadersStep::Hold`]), and
 //! response headers only when it held them ([`ResponseHeadersStep::Hold`]).
 
+use std::collections::HashMap;
 use std::fmt;
 
-use proxy_wasm::types::{Action, Status};
+use proxy_wasm::types::{Action, MetricType, Status};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::{
@@ -26,6 +27,8 @@ use ferry_filter_core::exchange::{
     ResponseEdit, ResponseHead, ResponseHeadersStep,
 };
 use ferry_filter_core::http::{HeaderEdits, Reply};
+use ferry_filter_core::lost::EnvoyAnswer;
+use ferry_filter_core::{metrics, server_timing};
 
 use crate::host::{Body, Host, Map, WHOLE_BODY};
 
@@ -75,6 +78,79 @@ pub(crate) fn configure<H: Host>(host: &mut H) -> Option<Config> {
     }
 }
 
+// ----- per-stream observation (metrics, server-timing) -----
+
+/// What one stream's metrics and `server-timing` need from the host.
+#[derive(Debug, Default)]
+pub(crate) struct Timing {
+    /// The host's clock at the request headers (ns).
+    started: Option<u64>,
+    /// The `http` label (`request.protocol`).
+    http: &'static str,
+}
+
+/// The metric ids of each label set, defined once per plugin (shared by its streams).
+#[derive(Debug, Default)]
+pub(crate) struct MetricIds {
+    ids: HashMap<String, (u32, u32)>,
+}
+
+impl MetricIds {
+    /// The (counter, histogram) ids of a label set, defined at first use.
+    fn ids<H: Host>(&mut self, host: &mut H, series: String) -> Result<(u32, u32)> {
+        if let Some(ids) = self.ids.get(&series) {
+            return Ok(*ids);
+        }
+        let counter = host
+            .define_metric(
+                MetricType::Counter,
+                &format!("{}{series}", metrics::REQUESTS),
+            )
+            .map_err(failed("define_metric(counter)"))?;
+        let histogram = host
+            .define_metric(
+                MetricType::Histogram,
+                &format!("{}{series}", metrics::DURATION),
+            )
+            .map_err(failed("define_metric(histogram)"))?;
+        self.ids.insert(series, (counter, histogram));
+        Ok((counter, histogram))
+    }
+}
+
+/// Nanoseconds since the request headers (0 if the clock was not read).
+fn elapsed<H: Host>(host: &mut H, timing: &Timing) -> u64 {
+    match (timing.started, host.now_nanos()) {
+        (Some(start), Ok(now)) => now.saturating_sub(start),
+        _ => 0,
+    }
+}
+
+/// `on_log` (the stream is over): one count and one latency for a served RPC. A
+/// failure is logged, never an answer (the stream is gone).
+pub(crate) fn on_log<H: Host>(
+    host: &mut H,
+    exchange: &Exchange,
+    timing: &Timing,
+    ids: &mut MetricIds,
+) {
+    let Some(labels) = exchange.metric_labels(timing.http) else {
+        return;
+    };
+    let millis = elapsed(host, timing) / 1_000_000;
+    let recorded = ids
+        .ids(host, labels.series())
+        .and_then(|(counter, histogram)| {
+            host.increment_metric(counter, 1)
+                .map_err(failed("increment_metric"))?;
+            host.record_metric(histogram, millis)
+                .map_err(failed("record_metric"))
+        });
+    if let Err(e) = recorded {
+        log::warn!("metrics: {e}");
+    }
+}
+
 // ----- request callbacks -----
 
 /// `on_http_request_headers`.
@@ -82,9 +158,20 @@ pub(crate) fn on_request_headers<H: Host>(
     host: &mut H,
     exchange: &mut Exchange,
     end_of_stream: bool,
+    timing: &mut Timing,
 ) -> Result<Action> {
+    timing.started = host.now_nanos().ok();
+    let protocol = host
+        .property(&["request", "protocol"])
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    timing.http = metrics::http_version(protocol.as_deref());
     let head = RequestHead::read(|name| header(host, Map::RequestHeaders, name))?;
     let step = exchange.on_request_headers(&head, end_of_stream);
+    if let RequestHeadersStep::Reply(reply) = &step {
+        exchange.note_reply(reply);
+    }
     apply_request_headers(host, step)
 }
 
@@ -97,6 +184,9 @@ pub(crate) fn on_request_body<H: Host>(
     end_of_stream: bool,
 ) -> Result<Action> {
     let step = exchange.on_request_body(body_size, end_of_stream);
+    if let RequestBodyStep::Reply(reply) = &step {
+        exchange.note_reply(reply);
+    }
     apply_request_body(host, step, body_size, exchange)
 }
 
@@ -106,20 +196,59 @@ pub(crate) fn on_request_trailers<H: Host>(
     exchange: &mut Exchange,
 ) -> Result<Action> {
     let step = exchange.on_request_trailers();
+    if let RequestBodyStep::Reply(reply) = &step {
+        exchange.note_reply(reply);
+    }
     apply_request_body(host, step, WHOLE_BODY, exchange)
 }
 
 // ----- response callbacks -----
 
-/// `on_http_response_headers`.
+/// `on_http_response_headers`. Every answer that goes out through here (the shim's,
+/// Envoy's, the filter's own local replies) gets the gateway's `server-timing` entry.
 pub(crate) fn on_response_headers<H: Host>(
     host: &mut H,
     exchange: &mut Exchange,
     end_of_stream: bool,
+    timing: &Timing,
 ) -> Result<Action> {
-    let head = ResponseHead::read(|name| header(host, Map::ResponseHeaders, name))?;
-    let step = exchange.on_response_headers(&head, end_of_stream);
+    let mut head = ResponseHead::read(|name| header(host, Map::ResponseHeaders, name))?;
+    if head.shim_instance.is_none() {
+        // Envoy's own answer: why no shim answered (Envoy 1.40 properties).
+        head.envoy = envoy_answer(host);
+    }
+    let timing_value = server_timing::with_gateway(
+        header(host, Map::ResponseHeaders, server_timing::HEADER)?.as_deref(),
+        elapsed(host, timing),
+    );
+    let step = match exchange.on_response_headers(&head, end_of_stream) {
+        ResponseHeadersStep::Forward(mut edits) => {
+            edits.set.push((server_timing::HEADER, timing_value));
+            ResponseHeadersStep::Forward(edits)
+        }
+        ResponseHeadersStep::Hold(mut edits) => {
+            edits.set.push((server_timing::HEADER, timing_value));
+            ResponseHeadersStep::Hold(edits)
+        }
+        reply => reply,
+    };
     apply_response_headers(host, step)
+}
+
+/// `response.flags` (an int64, little-endian) and `response.code_details`.
+fn envoy_answer<H: Host>(host: &mut H) -> EnvoyAnswer {
+    let flags = host
+        .property(&["response", "flags"])
+        .ok()
+        .flatten()
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map_or(0, u64::from_le_bytes);
+    let details = host
+        .property(&["response", "code_details"])
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    EnvoyAnswer { flags, details }
 }
 
 /// `on_http_response_body`; `body_size` as for requests.
@@ -130,6 +259,9 @@ pub(crate) fn on_response_body<H: Host>(
     end_of_stream: bool,
 ) -> Result<Action> {
     let step = exchange.on_response_body(body_size, end_of_stream);
+    if let ResponseBodyStep::Reply(reply) = &step {
+        exchange.note_reply(reply);
+    }
     apply_response_body(host, step, body_size, exchange)
 }
 
@@ -139,6 +271,9 @@ pub(crate) fn on_response_trailers<H: Host>(
     exchange: &mut Exchange,
 ) -> Result<Action> {
     let step = exchange.on_response_trailers();
+    if let ResponseBodyStep::Reply(reply) = &step {
+        exchange.note_reply(reply);
+    }
     apply_response_body(host, step, WHOLE_BODY, exchange)
 }
 
@@ -193,7 +328,10 @@ fn apply_request_body<H: Host>(
                     edit_headers(host, Map::RequestHeaders, &edits)?;
                     Ok(Action::Continue)
                 }
-                Err(reply) => send_reply(host, &reply),
+                Err(reply) => {
+                    exchange.note_reply(&reply);
+                    send_reply(host, &reply)
+                }
             }
         }
         RequestBodyStep::Replace(message) => {
@@ -254,11 +392,17 @@ fn apply_response_body<H: Host>(
                 .map_err(failed("set_buffer(discard response body)"))?;
             Ok(Action::Pause)
         }
-        ResponseBodyStep::Finish(edit) => apply_response_edit(host, &edit, body_size),
+        ResponseBodyStep::Finish(edit) => {
+            note_trailers(exchange, &edit);
+            apply_response_edit(host, &edit, body_size)
+        }
         ResponseBodyStep::Read(max) => {
             let body = read_body(host, Body::Response, max)?;
             match exchange.finish_response(&body) {
-                Ok(edit) => apply_response_edit(host, &edit, body_size),
+                Ok(edit) => {
+                    note_trailers(exchange, &edit);
+                    apply_response_edit(host, &edit, body_size)
+                }
                 Err(Reset(reason)) => reset_response(host, &reason),
             }
         }
@@ -295,6 +439,13 @@ fn apply_response_edit<H: Host>(
     } else {
         Action::Continue
     })
+}
+
+/// The trailers an edit adds carry the call's outcome (`grpc-status`).
+fn note_trailers(exchange: &mut Exchange, edit: &ResponseEdit) {
+    for (name, value) in &edit.trailers {
+        exchange.note_trailer(name, value);
+    }
 }
 
 /// Resets the stream: the answer's headers went out and it cannot be completed.

@@ -2,18 +2,16 @@
 //! and [`ProxyWasmHost`], its implementation over proxy-wasm, the only code that calls
 //! the proxy-wasm host.
 //!
-//! It uses the SDK's `hostcalls` functions, which return `Result`, never the context
-//! trait helpers (those `unwrap`). Header values are read as bytes (the SDK's string
-//! getters `unwrap` UTF-8 decoding of client-controlled values) and decoded lossily.
-//! The SDK still aborts on a status it does not expect from a call (e.g. `BadArgument`
-//! for a header map that does not exist in the current phase); each call must be made
-//! only in the phase where its map or buffer exists (`adapter.rs` makes them so, and
-//! the tests' `MockHost` enforces it):
+//! It calls the ABI through `abi.rs`, where every status the host returns is an `Err`:
+//! never the SDK's context helpers (they `unwrap`) nor its `hostcalls` (they `panic!`
+//! on a status they do not expect, e.g. `BadArgument` for a header set after the
+//! headers went out). Header values are read as bytes and decoded lossily. Each call
+//! is still made only in the phase where its map or buffer exists (`adapter.rs` makes
+//! them so, and the tests' `MockHost` enforces it); a slip is a handled error:
 //! request headers and body in request callbacks, response headers, body and trailers
 //! in response callbacks, the body only from a body (or trailers) callback.
 
-use proxy_wasm::hostcalls;
-use proxy_wasm::types::{BufferType, MapType, Status};
+use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
 
 /// A header map the filter uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +66,16 @@ pub(crate) trait Host {
     fn reset_response(&mut self) -> Result<(), Status>;
     /// The plugin configuration bytes, if any (only in `on_configure`).
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status>;
+    /// A stream property (Envoy's attributes, e.g. `request.protocol`), `None` if absent.
+    fn property(&mut self, path: &[&str]) -> Result<Option<Vec<u8>>, Status>;
+    /// The host's clock, in nanoseconds since the epoch.
+    fn now_nanos(&mut self) -> Result<u64, Status>;
+    /// Defines (or finds) a metric; its id.
+    fn define_metric(&mut self, kind: MetricType, name: &str) -> Result<u32, Status>;
+    /// Adds to a counter.
+    fn increment_metric(&mut self, id: u32, offset: i64) -> Result<(), Status>;
+    /// Records a histogram value.
+    fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status>;
 }
 
 /// The proxy-wasm host (Envoy), through the SDK's `hostcalls`.
@@ -90,24 +98,24 @@ fn buffer_type(body: Body) -> BufferType {
 
 impl Host for ProxyWasmHost {
     fn header(&mut self, map: Map, name: &str) -> Result<Option<String>, Status> {
-        hostcalls::get_map_value_bytes(map_type(map), name)
+        crate::abi::header(map_type(map), name)
             .map(|value| value.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {
-        hostcalls::set_map_value(map_type(map), name, Some(value))
+        crate::abi::set_header(map_type(map), name, value)
     }
 
     fn remove_header(&mut self, map: Map, name: &str) -> Result<(), Status> {
-        hostcalls::remove_map_value(map_type(map), name)
+        crate::abi::remove_header(map_type(map), name)
     }
 
     fn add_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {
-        hostcalls::add_map_value(map_type(map), name, value)
+        crate::abi::add_header(map_type(map), name, value)
     }
 
     fn body(&mut self, body: Body, start: usize, max: usize) -> Result<Option<Vec<u8>>, Status> {
-        hostcalls::get_buffer(buffer_type(body), start, max)
+        crate::abi::buffer(buffer_type(body), start, max)
     }
 
     fn set_body(
@@ -117,7 +125,7 @@ impl Host for ProxyWasmHost {
         size: usize,
         bytes: &[u8],
     ) -> Result<(), Status> {
-        hostcalls::set_buffer(buffer_type(body), start, size, bytes)
+        crate::abi::set_buffer(buffer_type(body), start, size, bytes)
     }
 
     fn send_reply(
@@ -126,14 +134,36 @@ impl Host for ProxyWasmHost {
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
     ) -> Result<(), Status> {
-        hostcalls::send_http_response(status, headers.to_vec(), body)
+        crate::abi::send_local_response(status, headers, body)
     }
 
     fn reset_response(&mut self) -> Result<(), Status> {
-        hostcalls::reset_http_response()
+        crate::abi::reset_response()
     }
 
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status> {
-        hostcalls::get_buffer(BufferType::PluginConfiguration, 0, WHOLE_BODY)
+        crate::abi::buffer(BufferType::PluginConfiguration, 0, WHOLE_BODY)
+    }
+
+    fn property(&mut self, path: &[&str]) -> Result<Option<Vec<u8>>, Status> {
+        crate::abi::property(path)
+    }
+
+    fn now_nanos(&mut self) -> Result<u64, Status> {
+        crate::abi::now_nanos()
+    }
+
+    // Envoy 1.40 answers `define_metric` with an error only for an unknown metric type
+    // (the SDK aborts on it); ours are counters and histograms.
+    fn define_metric(&mut self, kind: MetricType, name: &str) -> Result<u32, Status> {
+        crate::abi::define_metric(kind, name)
+    }
+
+    fn increment_metric(&mut self, id: u32, offset: i64) -> Result<(), Status> {
+        crate::abi::increment_metric(id, offset)
+    }
+
+    fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status> {
+        crate::abi::record_metric(id, value)
     }
 }

@@ -22,6 +22,7 @@
     clippy::unimplemented
 )]
 
+mod abi;
 mod adapter;
 mod host;
 #[cfg(test)]
@@ -29,6 +30,7 @@ mod mock_host;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -52,6 +54,8 @@ proxy_wasm::main! {{
 struct Root {
     /// Shared by every exchange of this plugin.
     config: Rc<Config>,
+    /// The metric ids of every label set seen, shared by every stream.
+    metrics: Rc<RefCell<adapter::MetricIds>>,
 }
 
 impl Context for Root {}
@@ -69,7 +73,9 @@ impl RootContext for Root {
 
     fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
         let exchange = Exchange::new(Rc::clone(&self.config));
-        Some(Box::new(Filter::new(exchange, ProxyWasmHost)))
+        let mut filter = Filter::new(exchange, ProxyWasmHost);
+        filter.metrics = Rc::clone(&self.metrics);
+        Some(Box::new(filter))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -81,11 +87,18 @@ impl RootContext for Root {
 struct Filter<H> {
     exchange: Exchange,
     host: H,
+    timing: adapter::Timing,
+    metrics: Rc<RefCell<adapter::MetricIds>>,
 }
 
 impl<H: Host> Filter<H> {
     fn new(exchange: Exchange, host: H) -> Self {
-        Filter { exchange, host }
+        Filter {
+            exchange,
+            host,
+            timing: adapter::Timing::default(),
+            metrics: Rc::default(),
+        }
     }
 
     /// The callback's action; after a failed host call, a best-effort internal error
@@ -102,6 +115,7 @@ impl<H: Host> Filter<H> {
         else {
             return Action::Continue;
         };
+        self.exchange.note_reply(&reply);
         adapter::send_reply(&mut self.host, &reply).unwrap_or_else(|e| {
             log::error!("{e}");
             Action::Continue
@@ -113,7 +127,12 @@ impl<H: Host> Context for Filter<H> {}
 
 impl<H: Host> HttpContext for Filter<H> {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
-        let result = adapter::on_request_headers(&mut self.host, &mut self.exchange, end_of_stream);
+        let result = adapter::on_request_headers(
+            &mut self.host,
+            &mut self.exchange,
+            end_of_stream,
+            &mut self.timing,
+        );
         self.settle(result)
     }
 
@@ -129,8 +148,12 @@ impl<H: Host> HttpContext for Filter<H> {
     }
 
     fn on_http_response_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
-        let result =
-            adapter::on_response_headers(&mut self.host, &mut self.exchange, end_of_stream);
+        let result = adapter::on_response_headers(
+            &mut self.host,
+            &mut self.exchange,
+            end_of_stream,
+            &self.timing,
+        );
         self.settle(result)
     }
 
@@ -143,5 +166,12 @@ impl<H: Host> HttpContext for Filter<H> {
     fn on_http_response_trailers(&mut self, _num_trailers: usize) -> Action {
         let result = adapter::on_response_trailers(&mut self.host, &mut self.exchange);
         self.settle(result)
+    }
+
+    fn on_log(&mut self) {
+        match self.metrics.try_borrow_mut() {
+            Ok(mut ids) => adapter::on_log(&mut self.host, &self.exchange, &self.timing, &mut ids),
+            Err(_) => log::warn!("metrics: the id cache is busy"),
+        }
     }
 }

@@ -24,7 +24,7 @@
 //! - the plugin configuration exists only in `on_configure`.
 
 use proxy_wasm::traits::HttpContext;
-use proxy_wasm::types::{Action, Status};
+use proxy_wasm::types::{Action, MetricType, Status};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
@@ -240,6 +240,15 @@ pub(crate) struct MockHost {
     fault: Option<Fault>,
     /// Injected faults that fired.
     pub faults: Vec<(Phase, Call, Status)>,
+    /// Stream properties (`request.protocol`...), by dotted path.
+    pub properties: Vec<(String, Vec<u8>)>,
+    /// The host clock (ns); each read advances it by `tick`.
+    pub clock: u64,
+    pub tick: u64,
+    /// Metrics defined (name, kind), by id; counter values and histogram records.
+    pub metrics: Vec<(String, MetricType)>,
+    pub counters: Vec<(u32, i64)>,
+    pub records: Vec<(u32, u64)>,
 }
 
 impl MockHost {
@@ -579,6 +588,44 @@ impl Host for MockHost {
         Ok(())
     }
 
+    fn property(&mut self, path: &[&str]) -> Result<Option<Vec<u8>>, Status> {
+        let key = path.join(".");
+        Ok(self
+            .properties
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone()))
+    }
+
+    fn now_nanos(&mut self) -> Result<u64, Status> {
+        self.clock += self.tick;
+        Ok(self.clock)
+    }
+
+    fn define_metric(&mut self, kind: MetricType, name: &str) -> Result<u32, Status> {
+        if let Some(id) = self.metrics.iter().position(|(n, _)| n == name) {
+            return Ok(id as u32);
+        }
+        self.metrics.push((name.to_owned(), kind));
+        Ok((self.metrics.len() - 1) as u32)
+    }
+
+    fn increment_metric(&mut self, id: u32, offset: i64) -> Result<(), Status> {
+        if id as usize >= self.metrics.len() {
+            return Err(Status::NotFound);
+        }
+        self.counters.push((id, offset));
+        Ok(())
+    }
+
+    fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status> {
+        if id as usize >= self.metrics.len() {
+            return Err(Status::NotFound);
+        }
+        self.records.push((id, value));
+        Ok(())
+    }
+
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status> {
         let rule = if self.phase == Phase::Configure {
             Ok(())
@@ -705,6 +752,11 @@ impl Stream {
         let action = self.filter.on_http_response_trailers(trailers.len());
         self.filter.host.finish(action);
         action
+    }
+
+    /// The stream is over: Envoy calls `on_log`.
+    pub fn log(&mut self) {
+        self.filter.on_log();
     }
 
     /// Envoy sends the filter's local reply out through the filter's response

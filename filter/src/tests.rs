@@ -161,7 +161,14 @@ fn connect_json_unary_is_rewritten_to_proto_at_its_end_and_its_answer_to_json() 
         ("accept-encoding", "gzip"),
         ("x-ferry-host", "c3Bvb2Zt"),
     ]);
-    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
+
+    // Buffered (paused) until its end, then replaced whole and forwarded.
+    let (start, rest) = body.split_at(12);
+    assert_eq!(s.request_body(start, false), Action::Pause);
+    assert!(s.host().request.sent_body.is_empty());
+    assert_eq!(s.request_body(rest, true), Action::Continue);
+    // The headers were held until the statement was read, then went on with its class.
     let upstream = &s.host().request;
     assert_eq!(
         upstream.sent_header("content-type"),
@@ -176,12 +183,7 @@ fn connect_json_unary_is_rewritten_to_proto_at_its_end_and_its_answer_to_json() 
     for removed in ["content-length", "accept-encoding", "x-ferry-host"] {
         assert_eq!(upstream.sent_header(removed), None, "{removed}");
     }
-
-    // Buffered (paused) until its end, then replaced whole and forwarded.
-    let (start, rest) = body.split_at(12);
-    assert_eq!(s.request_body(start, false), Action::Pause);
-    assert!(s.host().request.sent_body.is_empty());
-    assert_eq!(s.request_body(rest, true), Action::Continue);
+    assert_eq!(upstream.sent_header("x-ferry-class"), Some("read"));
     let upstream = &s.host().request;
     assert!(upstream.ended);
     let request = ExecuteRequest::decode(upstream.sent_body.as_slice()).unwrap();
@@ -229,13 +231,14 @@ fn a_grpc_request_loses_its_frame_and_its_proto_answer_gets_one_with_trailers() 
     .encode_to_vec();
     let mut headers = post(EXECUTE, "application/grpc");
     headers.push(("te", "trailers"));
-    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
+    assert_eq!(s.request_body(&framed(&message), true), Action::Continue);
     assert_eq!(s.host().request.sent_header("te"), None);
     assert_eq!(
         s.host().request.sent_header("x-ferry-protocol"),
         Some("grpc-proto")
     );
-    assert_eq!(s.request_body(&framed(&message), true), Action::Continue);
+    assert_eq!(s.host().request.sent_header("x-ferry-class"), Some("read"));
     assert_eq!(s.host().request.sent_body, message);
 
     let answer = execute_response().encode_to_vec();
@@ -286,7 +289,7 @@ fn upstream_trailers_end_a_converted_answer() {
     let mut s = stream();
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/json"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(
         s.request_body(br#"{"query":"SELECT 1"}"#, false),
@@ -358,11 +361,17 @@ fn an_unknown_content_type_is_answered_415_from_the_headers_callback() {
         Some("application/json")
     );
     assert_eq!(downstream.sent_body, reply.body);
+    // ... but for the gateway's server-timing entry.
+    assert_eq!(
+        downstream.sent_header("server-timing"),
+        Some("gateway;dur=0.000")
+    );
     let later = &s.host().calls[before..];
     assert!(
         later
             .iter()
-            .all(|(_, call)| matches!(call, Call::Header { .. })),
+            .all(|(_, call)| matches!(call, Call::Header { .. })
+                || matches!(call, Call::SetHeader { name, .. } if name == "server-timing")),
         "only reads: {later:?}"
     );
     s.assert_no_violations();
@@ -380,6 +389,8 @@ fn a_connect_get_gets_its_message_as_the_body_envoy_opened() {
     ];
     assert_eq!(s.request_headers(&headers, false), Action::Continue);
     let upstream = &s.host().request;
+    // Its message is in the query: classified at once (a GET runs only reads).
+    assert_eq!(upstream.sent_header("x-ferry-class"), Some("read"));
     assert_eq!(upstream.sent_header(":method"), Some("POST"));
     assert_eq!(upstream.sent_header(":path"), Some(EXECUTE));
     // The Lua filter's empty body: the message is prepended to it.
@@ -395,7 +406,7 @@ fn a_grpc_stream_is_converted_chunk_by_chunk_as_it_goes() {
     let mut s = stream_with(roomy(), false);
     assert_eq!(
         s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
-        Action::Continue
+        Action::Pause
     );
     let request = ExecuteRequest {
         query: "SELECT * FROM t".into(),
@@ -447,7 +458,7 @@ fn a_stream_ended_by_upstream_trailers_gets_its_end_there() {
     let mut s = stream_with(roomy(), false);
     assert_eq!(
         s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
     let headers = [
@@ -473,7 +484,7 @@ fn grpc_stream_answering() -> Stream {
     let mut s = stream_with(roomy(), false);
     assert_eq!(
         s.request_headers(&post(STREAM_EXECUTE, "application/grpc"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
     let headers = [
@@ -639,7 +650,7 @@ fn a_connect_answer_that_cannot_be_completed_is_reset() {
     let mut s = stream();
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/json"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(b"{}", true), Action::Continue);
     assert_eq!(s.response_headers(&shim_ok("2"), false), Action::Continue);
@@ -661,7 +672,7 @@ fn a_connect_answer_that_cannot_be_completed_is_reset() {
     let mut s = stream();
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/json"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(b"{}", true), Action::Continue);
     assert_eq!(s.response_headers(&shim_ok("0"), false), Action::Continue);
@@ -677,7 +688,7 @@ fn held_answer(limits: Limits) -> (Action, Stream) {
     let mut s = stream_with(limits, false);
     let mut headers = post(EXECUTE, "application/json");
     headers.push(("accept-encoding", "gzip"));
-    assert_eq!(s.request_headers(&headers, false), Action::Continue);
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
     assert_eq!(s.request_body(b"{}", true), Action::Continue);
     // No content-length: the answer may be large enough to compress.
     let answer = [
@@ -803,7 +814,7 @@ fn an_oversized_grpc_answer_is_discarded_and_ends_with_status_8() {
     let mut s = stream();
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/grpc"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
     assert_eq!(s.response_headers(&shim_ok("0"), false), Action::Continue);
@@ -842,7 +853,7 @@ fn a_failing_host_call_becomes_an_internal_error_reply() {
     );
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/json"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(
         s.request_body(br#"{"query":"SELECT 1"}"#, true),
@@ -888,7 +899,7 @@ fn a_failing_host_call_becomes_an_internal_error_reply() {
     );
     assert_eq!(
         s.request_headers(&post(EXECUTE, "application/grpc"), false),
-        Action::Continue
+        Action::Pause
     );
     assert_eq!(s.request_body(&framed(&[]), true), Action::Continue);
     assert!(matches!(
@@ -916,4 +927,151 @@ fn the_configuration_is_read_in_on_configure() {
     host.fail_when(|_| true, Status::InternalFailure);
     assert!(host.configure(Some(b"{}")).is_none());
     assert!(host.violations.is_empty(), "{:?}", host.violations);
+}
+
+// ----- issue 10: classification header, metrics, server-timing, unknown outcomes -----
+
+fn execute_message(query: &str) -> Vec<u8> {
+    ExecuteRequest {
+        query: query.into(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn a_clients_class_is_removed_and_the_filters_is_set_once_the_statement_is_read() {
+    for (query, class) in [
+        ("SELECT 1", "read"),
+        ("INSERT INTO t VALUES (1)", "write"),
+        ("BEGIN", "session"),
+    ] {
+        let mut s = stream();
+        let mut headers = post(EXECUTE, "application/proto");
+        headers.push(("x-ferry-class", "read"));
+        assert_eq!(s.request_headers(&headers, false), Action::Pause);
+        assert_eq!(
+            s.request_body(&execute_message(query), true),
+            Action::Continue
+        );
+        let calls = s.host().calls_in(|p| p.is_request());
+        let removed = calls.iter().any(|c| {
+            matches!(c, Call::RemoveHeader { map: Map::RequestHeaders, name } if name == "x-ferry-class")
+        });
+        assert!(removed, "{query}: the client's value is removed");
+        assert_eq!(
+            s.host().request.sent_header("x-ferry-class"),
+            Some(class),
+            "{query}"
+        );
+        s.assert_no_violations();
+    }
+    // Other RPCs go on at once, as writes.
+    let mut s = stream();
+    let close = CloseSessionRequest::default().encode_to_vec();
+    assert_eq!(
+        s.request_headers(&post(CLOSE_SESSION, "application/proto"), false),
+        Action::Continue
+    );
+    assert_eq!(s.host().request.sent_header("x-ferry-class"), Some("write"));
+    assert_eq!(s.request_body(&close, true), Action::Continue);
+    s.assert_no_violations();
+}
+
+#[test]
+fn each_call_counts_once_with_its_labels_and_the_ids_are_defined_once() {
+    let mut s = stream();
+    s.host_mut().tick = 1_500_000; // 1.5 ms per clock read
+    s.host_mut()
+        .properties
+        .push(("request.protocol".into(), b"HTTP/2".to_vec()));
+    let mut headers = post(EXECUTE, "application/json");
+    headers.push(("x-grpc-web", "1")); // not gRPC: the label stays connect
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
+    assert_eq!(
+        s.request_body(br#"{"query":"SELECT 1"}"#, true),
+        Action::Continue
+    );
+    let answer = execute_response().encode_to_vec();
+    let len = answer.len().to_string();
+    let mut head = shim_ok(&len);
+    head.push(("ferry-target", "replica"));
+    head.push(("server-timing", "db;dur=0.25"));
+    s.response_headers(&head, false);
+    s.response_body(&answer, true);
+    // The shim's entry is kept and the gateway's added.
+    let timing = s
+        .host()
+        .response
+        .sent_header("server-timing")
+        .unwrap()
+        .to_owned();
+    assert!(timing.starts_with("db;dur=0.25, gateway;dur="), "{timing}");
+    s.log();
+    let series =
+        ";rpc=Execute;protocol=connect;codec=json;http=h2;class=read;target=replica;code=ok";
+    let host = s.host();
+    assert_eq!(host.metrics.len(), 2);
+    assert_eq!(host.metrics[0].0, format!("ferry_requests_total{series}"));
+    assert_eq!(
+        host.metrics[1].0,
+        format!("ferry_request_duration_ms{series}")
+    );
+    assert_eq!(host.counters, vec![(0, 1)]);
+    assert_eq!(host.records.len(), 1);
+    assert!(host.records[0].1 >= 1, "ms: {:?}", host.records);
+    s.assert_no_violations();
+
+    // The cache: a second stream of the same label set defines nothing new. (Each
+    // MockHost is fresh, so the shared cache is shown through one Filter's ids.)
+    let mut ids = crate::adapter::MetricIds::default();
+    let mut host = MockHost::default();
+    let ex = Exchange::new(Rc::new(Config::default()));
+    let timing = crate::adapter::Timing::default();
+    crate::adapter::on_log(&mut host, &ex, &timing, &mut ids);
+    assert!(host.metrics.is_empty(), "no RPC, no metric");
+}
+
+#[test]
+fn a_write_whose_shim_vanished_mid_call_is_unknown_and_a_refused_one_unavailable() {
+    for (flags, code, says) in [
+        (0x40u64, "unknown", "may or may not have been applied"),
+        (0x20, "unavailable", "was not applied"),
+    ] {
+        let mut s = stream();
+        s.host_mut()
+            .properties
+            .push(("response.flags".into(), flags.to_le_bytes().to_vec()));
+        assert_eq!(
+            s.request_headers(&post(EXECUTE, "application/json"), false),
+            Action::Pause
+        );
+        s.request_body(br#"{"query":"INSERT INTO t VALUES (1)"}"#, true);
+        let envoy = [
+            (":status", "503"),
+            ("content-type", "text/plain"),
+            ("content-length", "5"),
+        ];
+        s.response_headers(&envoy, false);
+        let reply = s.host().local_reply.clone().expect("a local reply");
+        let body = json(&reply.body);
+        assert_eq!(body["code"], code);
+        assert!(body["message"].as_str().unwrap().contains(says), "{body}");
+        s.log();
+        let name = &s.host().metrics[0].0;
+        assert!(
+            name.ends_with(&format!(";class=write;target=none;code={code}")),
+            "{name}"
+        );
+    }
+    // A read that still fails after Envoy's retries: unavailable.
+    let mut s = stream();
+    s.host_mut()
+        .properties
+        .push(("response.flags".into(), 0x40u64.to_le_bytes().to_vec()));
+    s.request_headers(&post(EXECUTE, "application/json"), false);
+    s.request_body(br#"{"query":"SELECT 1"}"#, true);
+    s.response_headers(&[(":status", "503"), ("content-type", "text/plain")], false);
+    let reply = s.host().local_reply.clone().expect("a local reply");
+    assert_eq!(json(&reply.body)["code"], "unavailable");
 }

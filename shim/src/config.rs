@@ -2,6 +2,7 @@
 use crate::account::AccountPolicy;
 use crate::log::Level;
 use crate::result::ResultLimits;
+use crate::role::Role;
 use crate::sink::ChunkPolicy;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -89,6 +90,14 @@ pub struct Config {
     pub sessions: SessionSettings,
     /// `FERRY_LOG` (info).
     pub log_level: Level,
+    /// `FERRY_SHIM_ROLE` (primary): which database target this shim serves (role.rs).
+    pub role: Role,
+    /// `FERRY_TRACK_GTID` (off): a primary puts the GTID of a session's last write
+    /// in its session (`read_after_write_gtid`), for read-your-writes on replicas.
+    pub track_gtid: bool,
+    /// `FERRY_READ_AFTER_WRITE_WAIT_MS` (500): how long a replica waits to reach a
+    /// session's GTID before answering 503 (the read then goes to the primary).
+    pub read_after_write_wait: Duration,
 }
 
 impl Config {
@@ -163,6 +172,17 @@ impl Config {
             Some(v) => Level::parse(&v)
                 .ok_or_else(|| format!("FERRY_LOG={v:?} is not one of error, warn, info, debug"))?,
         };
+        let role = match var("FERRY_SHIM_ROLE") {
+            None => Role::Primary,
+            Some(v) => Role::parse(&v).ok_or_else(|| {
+                format!("FERRY_SHIM_ROLE={v:?} is not primary or replica (the database target this shim serves)")
+            })?,
+        };
+        let track_gtid = match var("FERRY_TRACK_GTID").as_deref() {
+            None | Some("false" | "0" | "no" | "off") => false,
+            Some("true" | "1" | "yes" | "on") => true,
+            Some(v) => return Err(format!("FERRY_TRACK_GTID={v:?} is not true or false")),
+        };
         let listen = match var("FERRY_SHIM_ADDR") {
             None => SocketAddr::from(([127, 0, 0, 1], 8081)),
             Some(v) => v
@@ -202,6 +222,12 @@ impl Config {
             },
             auth_failure_delay: Duration::from_millis(parsed("FERRY_AUTH_FAILURE_DELAY_MS", 250)?),
             log_level,
+            role,
+            track_gtid,
+            read_after_write_wait: Duration::from_millis(parsed(
+                "FERRY_READ_AFTER_WRITE_WAIT_MS",
+                500,
+            )?),
         })
     }
 }
@@ -281,6 +307,27 @@ mod tests {
             Config::from_lookup(|n| (n == "FERRY_VERIFY_ACCOUNT").then(|| "maybe".into())).is_err()
         );
 
+        assert_eq!(
+            (c.role, c.track_gtid, c.read_after_write_wait),
+            (Role::Primary, false, Duration::from_millis(500))
+        );
+        let env = |name: &str| match name {
+            "FERRY_SHIM_ROLE" => Some("Replica".to_string()),
+            "FERRY_TRACK_GTID" => Some("1".to_string()),
+            "FERRY_READ_AFTER_WRITE_WAIT_MS" => Some("50".to_string()),
+            _ => None,
+        };
+        let c = Config::from_lookup(env).unwrap();
+        assert_eq!(
+            (c.role, c.track_gtid, c.read_after_write_wait),
+            (Role::Replica, true, Duration::from_millis(50))
+        );
+        let e = Config::from_lookup(|n| (n == "FERRY_SHIM_ROLE").then(|| "secondary".into()))
+            .unwrap_err();
+        assert!(e.contains("FERRY_SHIM_ROLE=\"secondary\""), "{e}");
+        assert!(
+            Config::from_lookup(|n| (n == "FERRY_TRACK_GTID").then(|| "maybe".into())).is_err()
+        );
         assert!(Config::from_lookup(|n| (n == "FERRY_POOL_MAX").then(|| "0".to_string())).is_err());
         assert!(
             Config::from_lookup(|n| (n == "FERRY_SHIM_ADDR").then(|| "nope".to_string())).is_err()

@@ -12,6 +12,8 @@ pub struct ConnectError {
     /// Overrides the code's status where the transport says more (404 for an
     /// unknown route, 405, 415), as Connect servers do.
     pub http_status: Option<u16>,
+    /// A response header that goes with it (a replica's `x-ferry-replica-behind`).
+    pub header: Option<(&'static str, &'static str)>,
 }
 
 impl ConnectError {
@@ -20,7 +22,13 @@ impl ConnectError {
             code,
             message: message.into(),
             http_status: None,
+            header: None,
         }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: &'static str) -> Self {
+        self.header = Some((name, value));
+        self
     }
 
     pub fn with_status(mut self, status: u16) -> Self {

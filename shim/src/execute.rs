@@ -33,6 +33,12 @@
 //! transaction is rolled back and the session's next statement gets `aborted`
 //! "transaction lost" — a statement of unknown outcome never lets a later
 //! COMMIT go through as if nothing happened.
+//!
+//! Read replicas (role.rs, gtid.rs): on a `replica` shim only replay-safe reads
+//! of sessions without a pin or transaction run, each after waiting for the
+//! session's GTID; on a `primary` shim with `FERRY_TRACK_GTID`, a statement
+//! that is not replay-safe and ends outside a transaction leaves the position
+//! of its write in the session it answers.
 use crate::auth::Credentials;
 use crate::binary_row;
 use crate::bind::{self, BindError};
@@ -41,9 +47,11 @@ use crate::column_types::{describer, Describer};
 use crate::connect_error::ConnectError;
 use crate::deadline::Deadline;
 use crate::error_map::{sql_code, sql_message};
+use crate::gtid::{self, WaitError};
 use crate::log::Level;
 use crate::olap;
 use crate::result::{Overflow, ResultLimits};
+use crate::role::{self, Role as ShimRole};
 use crate::seal::{random, SealError, SessionId, Token};
 use crate::server::App;
 use crate::session::{retire, Ended, PinError, PinState};
@@ -318,6 +326,8 @@ pub struct Ready {
     params: Option<Vec<Value>>,
     verdict: Verdict,
     source: Source,
+    /// Seconds a replica waited for the session's GTID before it runs.
+    waited: f64,
 }
 
 impl Ready {
@@ -459,6 +469,13 @@ pub async fn start(
         Ok(opened) => opened,
         Err(answered) => return Ok(*answered),
     };
+    if app.role == ShimRole::Replica {
+        // The filter sends a replica reads outside transactions only.
+        let pinned = token.as_ref().is_some_and(|t| t.pinned);
+        if pinned || out.base.in_transaction || !role::replica_may_run(&req.query) {
+            return Err(role::only_reads());
+        }
+    }
     // `prepared` (psdb's newer field) is a hint only: bind variables decide.
     let (sql, params) = if req.bind_variables.is_empty() {
         (req.query, None)
@@ -486,7 +503,87 @@ pub async fn start(
         }
     }
     let verdict = classify(&sql);
-    connect(out, token, sql, params, verdict).await
+    let start = connect(out, token, sql, params, verdict).await?;
+    match app.role {
+        ShimRole::Replica => read_after_write(app, start).await,
+        ShimRole::Primary => Ok(start),
+    }
+}
+
+/// On a replica: a read of a session that carries a GTID runs once the
+/// server has applied it; not within `FERRY_READ_AFTER_WRITE_WAIT_MS`, it is
+/// answered 503 (role::behind) for Envoy to retry on the primary.
+async fn read_after_write(app: &App, start: Start) -> Result<Start, ConnectError> {
+    let Start::Run(mut ready) = start else {
+        return Ok(start);
+    };
+    let gtid = ready
+        .base
+        .read_after_write
+        .as_ref()
+        .map(|r| r.read_after_write_gtid.clone())
+        .unwrap_or_default();
+    if gtid.is_empty() {
+        return Ok(Start::Run(ready));
+    }
+    let Some(conn) = ready.conn() else {
+        return Ok(Start::Run(ready));
+    };
+    let started = Instant::now();
+    match gtid::wait_for(conn, &gtid, app.read_after_write_wait).await {
+        Ok(()) => {
+            app.metrics.read_after_write(true);
+            ready.waited = started.elapsed().as_secs_f64();
+            Ok(Start::Run(ready))
+        }
+        Err(WaitError::NotReached(why)) => {
+            app.metrics.read_after_write(false);
+            // The wait's SELECT leaves nothing on the connection.
+            ready.release_clean();
+            crate::log!(
+                Level::Info,
+                "replica behind a session's writes",
+                gtid = gtid,
+                reason = why
+            );
+            Err(role::behind(app.read_after_write_wait))
+        }
+        Err(WaitError::Mysql(e)) => {
+            drop(ready); // broken: the pool discards it
+            Err(ConnectError::new(
+                Code::Unavailable,
+                format!("lost the MySQL connection: {e}"),
+            ))
+        }
+    }
+}
+
+/// Whether a statement that ended this way committed a write whose position
+/// the session should carry: not replay-safe and outside a transaction
+/// (an autocommit write, a COMMIT). A statement that wrote nothing only
+/// re-reads the connection's last position, which is harmless.
+fn may_have_committed(sql: &str, in_txn: bool) -> bool {
+    !in_txn && !ferry_wire::replay::replay_safe(sql)
+}
+
+/// Puts the position of the connection's last write in the session's answer
+/// (`FERRY_TRACK_GTID` on a primary: gtid.rs). One extra round trip.
+async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
+    match gtid::position(conn).await {
+        Ok(Some(pos)) => {
+            out.base
+                .read_after_write
+                .get_or_insert_with(Default::default)
+                .read_after_write_gtid = pos;
+        }
+        Ok(None) => {}
+        Err(e) => crate::log!(
+            Level::Warn,
+            "cannot read the GTID of a write",
+            user = out.creds.user,
+            error = e
+        ),
+    }
 }
 
 /// The session's connection for a request that runs nothing that could
@@ -587,6 +684,7 @@ async fn connect(
                     params,
                     verdict,
                     source: Source::Pinned { token: t, state },
+                    waited: 0.0,
                 }))
             }
             None => match app.pins.ended(&t.id) {
@@ -637,6 +735,7 @@ async fn pooled(
         params,
         verdict,
         source: Source::Pooled { conn, may_pin },
+        waited: 0.0,
     }))
 }
 
@@ -700,26 +799,32 @@ pub async fn run(
         params,
         verdict,
         source,
+        waited,
     } = ready;
-    let out = SessionOut {
+    let mut out = SessionOut {
         app,
         creds,
         id,
         base,
     };
-    match source {
+    let answer = match source {
         Source::Pinned { token, state } => {
-            run_pinned(&out, token, state, &sql, params, verdict, sink, stop).await
+            run_pinned(&mut out, token, state, &sql, params, verdict, sink, stop).await
         }
         Source::Pooled { conn, may_pin } => {
-            run_pooled(&out, conn, may_pin, &sql, params, verdict, sink, stop).await
+            run_pooled(&mut out, conn, may_pin, &sql, params, verdict, sink, stop).await
         }
-    }
+    };
+    // A replica's wait for the session's writes is database time too.
+    answer.map(|mut resp| {
+        resp.timing += waited;
+        resp
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn run_pinned(
-    out: &SessionOut<'_>,
+    out: &mut SessionOut<'_>,
     t: Token,
     mut state: OwnedMutexGuard<PinState>,
     sql: &str,
@@ -764,6 +869,11 @@ async fn run_pinned(
         }
     };
     state.in_transaction = in_txn;
+    if app.track_gtid && may_have_committed(sql, in_txn) {
+        if let Some(conn) = state.conn.as_mut() {
+            note_write_position(out, conn).await;
+        }
+    }
     state.sticky |=
         leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_) | Outcome::Invalid(_));
     let keep = in_txn || !autocommit || state.sticky;
@@ -783,7 +893,7 @@ async fn run_pinned(
 /// session state.
 #[allow(clippy::too_many_arguments)]
 async fn run_pooled(
-    out: &SessionOut<'_>,
+    out: &mut SessionOut<'_>,
     mut conn: Conn,
     may_pin: bool,
     sql: &str,
@@ -829,6 +939,9 @@ async fn run_pooled(
             return Err(why.error(stop));
         }
     };
+    if app.track_gtid && may_have_committed(sql, in_txn) {
+        note_write_position(out, &mut conn).await;
+    }
     let sticky =
         leaves_sticky_state(verdict) && !matches!(outcome, Outcome::Sql(_) | Outcome::Invalid(_));
     let pin = in_txn || !autocommit || sticky;
@@ -1130,6 +1243,18 @@ mod tests {
         assert!(mentions_last_insert_id("SELECT LAST_INSERT_ID() + 1"));
         assert!(!mentions_last_insert_id("SELECT 1"));
         assert!(!mentions_last_insert_id("LAST_INSERT_I"));
+    }
+
+    #[test]
+    fn which_statements_leave_a_position() {
+        assert!(may_have_committed("INSERT INTO t VALUES (1)", false));
+        assert!(may_have_committed("COMMIT", false));
+        assert!(
+            !may_have_committed("INSERT INTO t VALUES (1)", true),
+            "not yet committed"
+        );
+        assert!(!may_have_committed("BEGIN", true));
+        assert!(!may_have_committed("SELECT * FROM t", false), "a read");
     }
 
     #[test]

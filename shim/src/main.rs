@@ -87,6 +87,8 @@ async fn run(cfg: Config) -> Result<(), String> {
             .map_or(String::new(), |p| p.display().to_string()),
         mysql = cfg.mysql,
         database = cfg.database,
+        role = cfg.role.as_str(),
+        track_gtid = cfg.track_gtid,
     );
     server::serve(app, tcp, unix, shutdown_signal()).await;
     sweeper.abort();

@@ -26,6 +26,7 @@ use crate::config::{Config, MysqlTarget};
 use crate::connect_error::ConnectError;
 use crate::error_map::connect_code;
 use crate::log::Level;
+use crate::metrics::{PoolMetrics, NEW_CREDENTIAL};
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use std::collections::HashMap;
@@ -67,6 +68,8 @@ pub struct Pools {
     /// Random per process: the hashes mean nothing outside it.
     hasher: RandomState,
     state: Mutex<State>,
+    /// Wait times, timeouts and connect errors (metrics.rs).
+    pub metrics: PoolMetrics,
 }
 
 impl Pools {
@@ -82,7 +85,35 @@ impl Pools {
             policy: cfg.account.clone(),
             hasher: RandomState::new(),
             state: Mutex::new(State::default()),
+            metrics: PoolMetrics::default(),
         }
+    }
+
+    /// Each admitted pool's user and its connection counts, for /metrics.
+    pub fn snapshot(&self) -> Vec<(String, std::sync::Arc<mysql_async::Metrics>)> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .pools
+            .iter()
+            .map(|(k, e)| (k.user.clone(), e.pool.metrics()))
+            .collect()
+    }
+
+    /// An admitted pool with an idle connection right now, if any (for the
+    /// health check: a ping on it costs no login).
+    pub fn idle_pool(&self) -> Option<Pool> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state
+            .pools
+            .values()
+            .find(|e| {
+                e.pool
+                    .metrics()
+                    .connections_in_pool
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    > 0
+            })
+            .map(|e| e.pool.clone())
     }
 
     pub fn database(&self) -> &str {
@@ -106,7 +137,27 @@ impl Pools {
             password_hash: self.hasher.hash_one(&creds.password),
         };
         let (pool, id, pending) = self.pool_for(&key, creds);
-        let err = match tokio::time::timeout(self.wait, pool.get_conn()).await {
+        let label = if pending {
+            NEW_CREDENTIAL
+        } else {
+            creds.user.as_str()
+        };
+        let asked = Instant::now();
+        let got = tokio::time::timeout(self.wait, pool.get_conn()).await;
+        self.metrics
+            .wait
+            .with_label_values(&[label])
+            .observe(asked.elapsed().as_secs_f64());
+        match &got {
+            Ok(Err(_)) => self
+                .metrics
+                .connect_errors
+                .with_label_values(&[label])
+                .inc(),
+            Err(_) => self.metrics.wait_timeouts.with_label_values(&[label]).inc(),
+            Ok(Ok(_)) => {}
+        }
+        let err = match got {
             Ok(Ok(conn)) if !pending => return Ok(conn),
             Ok(Ok(mut conn)) => match self.policy.verify(&mut conn, creds).await {
                 Ok(()) => {

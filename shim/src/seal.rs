@@ -9,8 +9,11 @@
 //! filter reads it, unverified, to route a pinned session back to its shim —
 //! the shim verifies everything). The MAC covers the version,
 //! key id, token and the vitess fields the gateway sets (in_transaction,
-//! autocommit, last_insert_id, row_count, SessionUUID), so flipping
-//! `inTransaction` in the JSON is tampering too. The credential tag is an HMAC
+//! autocommit, last_insert_id, row_count, SessionUUID, and the read-after-write
+//! GTID when there is one), so flipping `inTransaction` in the JSON, or dropping
+//! the GTID a write left to read from a lagging replica, is tampering too. (A
+//! session without a GTID is MACed exactly as before the GTID existed, so
+//! sessions sealed by an older shim stay valid.) The credential tag is an HMAC
 //! of user and password under the same key: the password itself is never in a
 //! session, and a session presented with other credentials is refused.
 //!
@@ -252,6 +255,17 @@ fn key_vitess_view(m: &mut HmacSha256, v: &vtgate::Session) {
     m.update(&v.row_count.to_be_bytes());
     m.update(&(v.session_uuid.len() as u64).to_be_bytes());
     m.update(v.session_uuid.as_bytes());
+    // Only when present: the MAC of a session without one is unchanged.
+    if let Some(gtid) = v
+        .read_after_write
+        .as_ref()
+        .map(|r| r.read_after_write_gtid.as_str())
+        .filter(|g| !g.is_empty())
+    {
+        m.update(b"\0read_after_write_gtid\0");
+        m.update(&(gtid.len() as u64).to_be_bytes());
+        m.update(gtid.as_bytes());
+    }
 }
 
 fn now_secs() -> u64 {
@@ -365,6 +379,38 @@ mod tests {
             s.open(&forged, &vitess(), &c),
             Err(SealError::Invalid("unknown key"))
         );
+    }
+
+    #[test]
+    fn the_read_after_write_gtid_is_sealed() {
+        let s = sealer(K1);
+        let c = creds("ferry", "pw");
+        let with = |gtid: &str| {
+            let mut v = vitess();
+            v.read_after_write = Some(vtgate::ReadAfterWrite {
+                read_after_write_gtid: gtid.into(),
+                ..Default::default()
+            });
+            v
+        };
+        // An empty GTID (or none) seals as a session from before GTIDs did.
+        let old = s.seal([7; 16], [9; 8], false, &c, &vitess());
+        assert!(s.open(&old, &with(""), &c).is_ok());
+        let sig = s.seal([7; 16], [9; 8], false, &c, &with("0-1-42"));
+        assert!(s.open(&sig, &with("0-1-42"), &c).is_ok());
+        for tampered in [with("0-1-41"), with(""), vitess()] {
+            assert_eq!(
+                s.open(&sig, &tampered, &c),
+                Err(SealError::Invalid("bad signature"))
+            );
+        }
+        assert!(s.open(&old, &with("0-1-42"), &c).is_err(), "added later");
+        // The timeout and tracking flag are not the gateway's: carried, not sealed.
+        let mut v = with("0-1-42");
+        if let Some(r) = v.read_after_write.as_mut() {
+            r.read_after_write_timeout = 9.0;
+        }
+        assert!(s.open(&sig, &v, &c).is_ok());
     }
 
     #[test]

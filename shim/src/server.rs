@@ -3,16 +3,27 @@
 //! otherwise); StreamExecute answers as a Connect stream (stream.rs). Serves
 //! HTTP/2 cleartext (prior knowledge) and HTTP/1.1 on TCP and, optionally, on
 //! a unix socket.
+//!
+//! Every answer names the shim's role (`ferry-target: primary|replica`); an
+//! answer of Execute, Prepare, CreateSession or CloseSession says how long it
+//! spent in MySQL (`server-timing: db;dur=<ms>`): Execute the statement (and a
+//! replica's wait for the session's writes), the others the whole call
+//! (getting the connection, a new credential's login, the prepare).
+//! StreamExecute has none: its headers leave before the statement runs.
+//! `GET /healthz` (health.rs) and `GET /metrics` (metrics.rs) are served on
+//! the same listener; Envoy's routes never send clients there.
 use crate::auth::{self, Credentials};
 use crate::column_types::ColumnTypes;
-use crate::config::{Config, MysqlTarget};
+use crate::config::Config;
 use crate::connect_error::ConnectError;
 use crate::deadline::{self, Deadline};
 use crate::execute;
 use crate::log::Level;
 use crate::message_body::MessageBody;
+use crate::metrics::Metrics;
 use crate::pool::Pools;
 use crate::result::ResultLimits;
+use crate::role::{self, Role};
 use crate::seal::Sealer;
 use crate::session::Pins;
 use crate::sink::ChunkPolicy;
@@ -55,12 +66,24 @@ pub struct App {
     pub column_types: ColumnTypes,
     /// The earliest an `unauthenticated` answer may leave (account.rs).
     pub auth_failure_delay: Duration,
+    /// The database target this shim serves (role.rs).
+    pub role: Role,
+    /// `FERRY_TRACK_GTID`: sessions carry their last write's GTID (gtid.rs).
+    pub track_gtid: bool,
+    /// `FERRY_READ_AFTER_WRITE_WAIT_MS`: a replica's longest wait for one.
+    pub read_after_write_wait: Duration,
+    pub metrics: Metrics,
 }
 
 impl App {
     pub fn new(cfg: &Config, sealer: Sealer) -> Self {
+        let pools = Pools::new(cfg);
         App {
-            pools: Pools::new(cfg),
+            metrics: Metrics::new(cfg.role, &pools.metrics),
+            role: cfg.role,
+            track_gtid: cfg.track_gtid,
+            read_after_write_wait: cfg.read_after_write_wait,
+            pools,
             pins: Pins::new(
                 cfg.sessions.txn_idle,
                 cfg.sessions.state_idle,
@@ -89,15 +112,32 @@ pub async fn handle(
     app: Arc<App>,
     req: Request<Incoming>,
 ) -> Result<Response<ShimBody>, Infallible> {
-    if req.uri().path() == "/healthz" {
-        return Ok(health(app.pools.target(), req.method())
-            .await
-            .map(Either::Left));
+    let target = HeaderValue::from_static(app.role.as_str());
+    match req.uri().path() {
+        "/healthz" => {
+            let mut resp = health(&app, req.method()).await.map(Either::Left);
+            resp.headers_mut().insert(role::TARGET_HEADER, target);
+            return Ok(resp);
+        }
+        "/metrics" => {
+            let mut resp = metrics(&app, req.method()).map(Either::Left);
+            resp.headers_mut().insert(role::TARGET_HEADER, target);
+            return Ok(resp);
+        }
+        _ => {}
     }
     let arrived = tokio::time::Instant::now();
     let path = req.uri().path().to_owned();
     let mut user = String::new();
     let answer = rpc(&app, req, arrived, &mut user).await;
+    let rpc_name = Rpc::from_path(&path).map_or("unknown", Rpc::name);
+    match &answer {
+        Ok(resp) => app.metrics.request(
+            rpc_name,
+            resp.extensions().get::<Outcome>().map_or("ok", |o| o.0),
+        ),
+        Err(e) => app.metrics.request(rpc_name, e.name()),
+    }
     if answer
         .as_ref()
         .is_err_and(|e| e.code == Code::Unauthenticated)
@@ -107,8 +147,10 @@ pub async fn handle(
         tokio::time::sleep_until(arrived + app.auth_failure_delay).await;
     }
     let mut resp = answer.unwrap_or_else(|e| {
-        // A deadline is the client's choice, not the shim's failure.
-        let level = if e.status() >= 500 && e.code != Code::DeadlineExceeded {
+        // A deadline is the client's choice, not the shim's failure; a replica
+        // behind the session's writes is routine (the read goes to the primary).
+        let routine = e.code == Code::DeadlineExceeded || e.header.is_some();
+        let level = if e.status() >= 500 && !routine {
             Level::Error
         } else {
             Level::Warn
@@ -128,6 +170,7 @@ pub async fn handle(
     if let Ok(v) = HeaderValue::from_str(&crate::seal::hex(&app.instance)) {
         resp.headers_mut().insert("ferry-shim-instance", v);
     }
+    resp.headers_mut().insert(role::TARGET_HEADER, target);
     Ok(resp)
 }
 
@@ -183,6 +226,8 @@ async fn dispatch(
         )
     };
     let creds = &creds;
+    let started = std::time::Instant::now();
+    let took = || started.elapsed().as_secs_f64();
     Ok(match rpc {
         Rpc::Execute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
@@ -200,7 +245,12 @@ async fn dispatch(
                 ConnectError::new(Code::Internal, format!("the statement's task failed: {e}"))
             })?;
             drop(alive);
-            proto_response(&answer?)
+            let answer = answer?;
+            let mut resp = with_db_time(proto_response(&answer), answer.timing);
+            if let Some(e) = &answer.error {
+                resp.extensions_mut().insert(Outcome::of(e.code));
+            }
+            resp
         }
         Rpc::StreamExecute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
@@ -210,17 +260,46 @@ async fn dispatch(
         }
         Rpc::CreateSession => {
             CreateSessionRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::create_session(app, creds).await?)
+            let answer = execute::create_session(app, creds).await?;
+            with_db_time(proto_response(&answer), took())
         }
         Rpc::CloseSession => {
             let req = CloseSessionRequest::decode(body).map_err(bad)?;
-            proto_response(&execute::close_session(app, creds, req).await?)
+            let answer = execute::close_session(app, creds, req).await?;
+            with_db_time(proto_response(&answer), took())
         }
         Rpc::Prepare => {
             let req = PrepareRequest::decode(body).map_err(bad)?;
-            proto_response(&crate::prepare::prepare(app, creds, req).await?)
+            let answer = crate::prepare::prepare(app, creds, req).await?;
+            with_db_time(proto_response(&answer), took())
         }
     })
+}
+
+/// The code an RPC answered 200 with (an SQL error in the body), for metrics.
+#[derive(Clone, Copy)]
+struct Outcome(&'static str);
+
+impl Outcome {
+    fn of(code: i32) -> Outcome {
+        let row = u32::try_from(code)
+            .ok()
+            .and_then(ferry_wire::status::by_grpc)
+            .unwrap_or(ferry_wire::status::UNKNOWN);
+        Outcome(row.connect)
+    }
+}
+
+/// `server-timing: db;dur=<ms>` (two decimals), from seconds.
+fn db_timing(secs: f64) -> String {
+    format!("db;dur={:.2}", (secs * 1000.0).max(0.0))
+}
+
+fn with_db_time(mut resp: Response<ShimBody>, secs: f64) -> Response<ShimBody> {
+    if let Ok(v) = HeaderValue::from_str(&db_timing(secs)) {
+        resp.headers_mut().insert("server-timing", v);
+    }
+    resp
 }
 
 /// The canonical form only: `application/proto`, uncompressed. The filter
@@ -299,16 +378,37 @@ pub fn connect_error_response(e: &ConnectError) -> Response<MessageBody> {
     if e.status() == 405 {
         h.insert(ALLOW, HeaderValue::from_static("POST"));
     }
+    if let Some((name, value)) = e.header {
+        h.insert(name, HeaderValue::from_static(value));
+    }
     resp
 }
 
-/// For Envoy's active health checks: the shim is up and MySQL accepts
-/// connections (a bare connect, no login, so it costs MySQL almost nothing).
-async fn health(target: &MysqlTarget, method: &Method) -> Response<MessageBody> {
+/// `GET /metrics`: the Prometheus text (metrics.rs).
+fn metrics(app: &App, method: &Method) -> Response<MessageBody> {
+    if method != Method::GET && method != Method::HEAD {
+        let mut resp = Response::new(MessageBody::new("use GET\n".to_owned()));
+        *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
+        return resp;
+    }
+    let text = app.metrics.render(&app.pools, app.pins.len());
+    let mut resp = Response::new(MessageBody::new(text));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+    );
+    resp
+}
+
+/// For Envoy's active health checks: the shim is up and its MySQL target
+/// answers (health.rs: a ping on a pooled connection, else a handshake probe;
+/// neither leaves a line in MariaDB's error log).
+async fn health(app: &App, method: &Method) -> Response<MessageBody> {
     let (status, text) = if method != Method::GET && method != Method::HEAD {
         (StatusCode::METHOD_NOT_ALLOWED, "use GET\n".to_owned())
     } else {
-        match mysql_reachable(target).await {
+        let target = app.pools.target();
+        match crate::health::check(&app.pools, target).await {
             Ok(()) => (StatusCode::OK, "ok\n".to_owned()),
             Err(e) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -321,27 +421,6 @@ async fn health(target: &MysqlTarget, method: &Method) -> Response<MessageBody> 
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     resp
-}
-
-async fn mysql_reachable(target: &MysqlTarget) -> std::io::Result<()> {
-    let connect = async {
-        match target {
-            MysqlTarget::Socket(path) => tokio::net::UnixStream::connect(path).await.map(drop),
-            MysqlTarget::Tcp { host, port } => {
-                tokio::net::TcpStream::connect((host.as_str(), *port))
-                    .await
-                    .map(drop)
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(1), connect)
-        .await
-        .unwrap_or_else(|_| {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "connect timed out",
-            ))
-        })
 }
 
 /// Accepts connections until `shutdown` resolves, then lets in-flight
@@ -453,6 +532,24 @@ mod tests {
         );
         let e = check_content_type(&req(Some("application/proto"), Some("gzip"))).unwrap_err();
         assert_eq!((e.status(), e.name()), (501, "unimplemented"));
+    }
+
+    #[test]
+    fn db_time_has_two_decimals() {
+        assert_eq!(db_timing(0.0123456), "db;dur=12.35");
+        assert_eq!(db_timing(0.0), "db;dur=0.00");
+        assert_eq!(
+            Outcome::of(Code::InvalidArgument as i32).0,
+            "invalid_argument"
+        );
+        assert_eq!(Outcome::of(999).0, "unknown");
+    }
+
+    #[test]
+    fn a_replica_behind_answers_its_header() {
+        let resp = connect_error_response(&role::behind(Duration::from_millis(20)));
+        assert_eq!(resp.status(), 503);
+        assert_eq!(resp.headers()[role::BEHIND_HEADER], "1");
     }
 
     #[test]

@@ -58,9 +58,15 @@ const MAX_FIELDS: usize = 1_000_000;
 /// `read(offset, max)` (up to `max` bytes at `offset`; fewer only at the end): `Some`
 /// only for a pinned session with a holder.
 pub fn route(read: impl FnMut(usize, usize) -> Option<Vec<u8>>, len: usize) -> Option<String> {
-    let session = session_bytes(read, len, SESSION_FIELD)?;
-    let session = Session::decode(session.as_slice()).ok()?;
+    let session = session(read, len)?;
     pinned_holder(&session.signature).map(header_value)
+}
+
+/// The request's session (field 1), read as [`route`] reads it: `None` when there is
+/// none or it does not decode.
+pub fn session(read: impl FnMut(usize, usize) -> Option<Vec<u8>>, len: usize) -> Option<Session> {
+    let session = session_bytes(read, len, SESSION_FIELD)?;
+    Session::decode(session.as_slice()).ok()
 }
 
 #[cfg(test)]

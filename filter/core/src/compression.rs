@@ -50,6 +50,17 @@ pub fn negotiate(policy: &Policy, accept: Option<&str>) -> Encoding {
     ferry_compress::choose(accept, &policy.preference)
 }
 
+/// The codec Envoy's compressor will give a Connect unary answer: the first of
+/// `envoy` (config `compression.envoy`) the client accepts.
+pub fn negotiate_envoy(envoy: &[Encoding], accept: Option<&str>) -> Option<Encoding> {
+    Some(ferry_compress::choose(accept, envoy)).filter(|&e| e != Encoding::Identity)
+}
+
+/// The header edit that tells Envoy's compressor to leave an answer as it is.
+pub fn no_transform() -> (&'static str, String) {
+    ("cache-control", "no-transform".to_owned())
+}
+
 /// Compresses `message` with `encoding` into `out` if it pays; the encoding used
 /// (identity: `out` untouched, send `message` itself).
 pub fn compress(
@@ -116,6 +127,14 @@ mod tests {
         );
         assert!(out.len() < text.len() / 4);
         assert_eq!(negotiate(&policy, Some("gzip, s2")), Encoding::S2);
+        let envoy = [Encoding::Zstd, Encoding::Gzip];
+        assert_eq!(
+            negotiate_envoy(&envoy, Some("s2, gzip")),
+            Some(Encoding::Gzip)
+        );
+        assert_eq!(negotiate_envoy(&envoy, Some("s2, snappy")), None);
+        assert_eq!(negotiate_envoy(&envoy, None), None);
+        assert_eq!(negotiate_envoy(&[], Some("zstd")), None);
         assert_eq!(negotiate(&policy, None), Encoding::Identity);
     }
 }

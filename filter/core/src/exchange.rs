@@ -36,7 +36,9 @@ use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
 use crate::limits::{content_length, Limits};
 use crate::lost;
+use crate::metrics;
 use crate::protocol::{self, connect, Client, Codec, Detected};
+use crate::route_class::{self, Class};
 use crate::rpc::{self, Rpc};
 
 use response::ResponseFlow;
@@ -55,6 +57,9 @@ pub struct RequestHead {
     pub grpc_timeout: Option<String>,
     /// `early-data`: Envoy's mark of a request received in HTTP/3 0-RTT.
     pub early_data: Option<String>,
+    /// The request came in as gRPC-Web (Envoy's grpc_web filter made it gRPC): the
+    /// client's `x-grpc-web` header, or an `accept` naming gRPC-Web. For metrics only.
+    pub grpc_web: bool,
 }
 
 /// The encoding headers of every client protocol, read into [`RequestHead::encodings`].
@@ -87,6 +92,8 @@ impl RequestHead {
             encodings,
             grpc_timeout: get("grpc-timeout")?,
             early_data: get(early_data::HEADER)?,
+            grpc_web: get("x-grpc-web")?.is_some()
+                || get("accept")?.is_some_and(|a| a.contains("application/grpc-web")),
         })
     }
 
@@ -109,6 +116,11 @@ pub struct ResponseHead {
     pub shim_instance: Option<String>,
     /// `grpc-status` in the headers (a trailers-only gRPC answer).
     pub grpc_status: Option<String>,
+    /// `ferry-target`: the answering shim's role (primary | replica).
+    pub target: Option<String>,
+    /// What Envoy says about an answer no shim gave (`response.flags`,
+    /// `response.code_details`); the host fills it only when `shim_instance` is absent.
+    pub envoy: lost::EnvoyAnswer,
 }
 
 impl ResponseHead {
@@ -122,6 +134,8 @@ impl ResponseHead {
             content_length: get("content-length")?,
             shim_instance: get(affinity::SHIM_INSTANCE)?,
             grpc_status: get("grpc-status")?,
+            target: get("ferry-target")?,
+            envoy: lost::EnvoyAnswer::default(),
         })
     }
 }
@@ -264,11 +278,27 @@ const REMOVED_REQUEST_HEADERS: &[&str] = &[
     "connect-content-encoding",
     "connect-accept-encoding",
     affinity::HEADER,
+    route_class::HEADER,
 ];
 
 pub struct Exchange {
     settings: std::rc::Rc<Config>,
     state: State,
+    /// What the metrics need, kept after the call is answered.
+    observed: Observed,
+}
+
+/// What one exchange's metrics are made of, gathered as it goes.
+#[derive(Clone, Debug, Default)]
+struct Observed {
+    /// `None` until the request names a served RPC (other requests have no metrics).
+    rpc: Option<&'static str>,
+    protocol: &'static str,
+    codec: &'static str,
+    class: Class,
+    target: &'static str,
+    /// The outcome so far (`None`: ok).
+    code: Option<Code>,
 }
 
 enum State {
@@ -287,6 +317,10 @@ struct Call {
     request_encoding: Encoding,
     /// The encoding the answer's messages may use (negotiated with the client).
     answer_encoding: Encoding,
+    /// Connect unary: the codec Envoy's compressor will use after us (config
+    /// `compression.envoy`, accepted by the client); the answer leaves uncompressed,
+    /// marked `no-transform` when it does not pay.
+    envoy_encoding: Option<Encoding>,
     /// The request came in early data (0-RTT) and its message decides whether it may
     /// go on: the body is buffered and checked before any of it is forwarded.
     replay_check: Option<early_data::Check>,
@@ -324,6 +358,7 @@ impl Exchange {
         Exchange {
             settings,
             state: State::New,
+            observed: Observed::default(),
         }
     }
 
@@ -348,6 +383,7 @@ impl Exchange {
             Ok(call) => call,
             Err(reply) => return self.answer(RequestHeadersStep::Reply(reply)),
         };
+        self.observe(call.rpc, call.client, head.grpc_web);
         if early_data::is_early(head.early_data.as_deref()) {
             match call.rpc.early_data {
                 early_data::Policy::Allow => {}
@@ -378,7 +414,23 @@ impl Exchange {
         let canonical = call.client.is_canonical()
             && call.request_encoding == Encoding::Identity
             && call.replay_check.is_none();
-        call.hold = self.settings.session_affinity && call.rpc.carries_session && !end_of_stream;
+        // Held until the body is read: for the session (affinity) and for the statement
+        // (`x-ferry-class`); both decide the route, which Envoy picks once they go on.
+        let classified = route_class::by_statement(call.rpc.name);
+        call.hold = !end_of_stream
+            && (classified || (self.settings.session_affinity && call.rpc.carries_session));
+        if !call.hold {
+            // Decided now: no statement to read (another RPC, or no body at all).
+            let class = if classified {
+                route_class::of_execute(&[])
+            } else {
+                Class::Write
+            };
+            self.observed.class = class;
+            edits
+                .set
+                .push((route_class::HEADER, class.as_str().to_owned()));
+        }
         let streams = canonical && !call.hold;
         if !canonical {
             edits.remove.push("content-length");
@@ -466,8 +518,16 @@ impl Exchange {
                 .map_err(|rejection| {
                     reject(rejection.with_header(headers.accept, ferry_compress::SUPPORTED))
                 })?;
-        let answer_encoding =
-            compression::negotiate(&self.settings.compression, head.encoding(headers.accept));
+        let accept = head.encoding(headers.accept);
+        let envoy_encoding = if client.wire.enveloped() {
+            None
+        } else {
+            compression::negotiate_envoy(&self.settings.envoy_compression, accept)
+        };
+        let answer_encoding = match envoy_encoding {
+            Some(_) => Encoding::Identity,
+            None => compression::negotiate(&self.settings.compression, accept),
+        };
         crate::auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
         if let Some(declared) = content_length(head.content_length.as_deref()) {
             self.limits().check_request(declared).map_err(reject)?;
@@ -475,6 +535,7 @@ impl Exchange {
         let mut call = Call::new(rpc, client, RequestFlow::Done);
         call.request_encoding = request_encoding;
         call.answer_encoding = answer_encoding;
+        call.envoy_encoding = envoy_encoding;
         Ok(call)
     }
 
@@ -495,6 +556,7 @@ impl Exchange {
         let limits = self.limits();
         let request = connect_get::parse(query, &limits).map_err(reject)?;
         let client = protocol::connect_unary(request.codec);
+        self.observe(rpc, client, false);
         crate::auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
         if end_of_stream {
             return Err(reject(connect_get::use_post(format!(
@@ -544,10 +606,20 @@ impl Exchange {
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
         edits.remove.push("content-length");
+        // The message is known already (and replay-safe): its class is decided now.
+        let class = route_class::of_execute(&message);
+        self.observed.class = class;
+        edits
+            .set
+            .push((route_class::HEADER, class.as_str().to_owned()));
         // A pinned session never gets here (its statements are not safe to
         // replay), so there is nothing to route back to a shim.
         let mut call = call;
         call.get_message = Some(message);
+        call.envoy_encoding = compression::negotiate_envoy(
+            &self.settings.envoy_compression,
+            head.encoding("accept-encoding"),
+        );
         self.state = State::Call(call);
         Ok(edits)
     }
@@ -649,6 +721,7 @@ impl Exchange {
         read: impl FnMut(usize, usize) -> Option<Vec<u8>>,
         len: usize,
     ) -> HeaderEdits {
+        let affinity_on = self.settings.session_affinity;
         let State::Call(call) = &mut self.state else {
             return HeaderEdits::default();
         };
@@ -656,20 +729,26 @@ impl Exchange {
             return HeaderEdits::default();
         }
         let mut read = read;
-        match affinity::route(&mut read, len) {
-            Some(host) => {
-                call.pinned = true;
-                if len <= lost::MAX_MESSAGE {
-                    call.lost = read(0, len)
-                        .and_then(|message| lost::Pinned::from_request(call.rpc.name, &message));
-                }
-                HeaderEdits {
-                    set: vec![(affinity::HEADER, host)],
-                    remove: Vec::new(),
-                }
+        let mut edits = HeaderEdits::default();
+        let holder = if affinity_on && call.rpc.carries_session {
+            affinity::route(&mut read, len)
+        } else {
+            None
+        };
+        if let Some(host) = holder {
+            call.pinned = true;
+            if len <= lost::MAX_MESSAGE {
+                call.lost = read(0, len)
+                    .and_then(|message| lost::Pinned::from_request(call.rpc.name, &message));
             }
-            None => HeaderEdits::default(),
+            edits.set.push((affinity::HEADER, host));
         }
+        let class = route_class::of_request(call.rpc.name, &mut read, len);
+        self.observed.class = class;
+        edits
+            .set
+            .push((route_class::HEADER, class.as_str().to_owned()));
+        edits
     }
 
     // ----- response -----
@@ -683,11 +762,70 @@ impl Exchange {
         let State::Call(call) = &mut self.state else {
             return ResponseHeadersStep::Forward(HeaderEdits::default());
         };
-        let step = call.on_response_headers(head, end_of_stream, &settings);
-        if matches!(step, ResponseHeadersStep::Reply(_)) {
+        self.observed.target = metrics::target(head.target.as_deref());
+        self.observed.code = answer_code(head, call.client);
+        // No shim answered an unpinned request (pinned ones are `lost.rs`'s): Envoy
+        // says whether it may have reached one.
+        let unanswered = if head.shim_instance.is_none() && !call.pinned {
+            lost::unanswered(self.observed.class, &head.envoy)
+        } else {
+            None
+        };
+        let step = match unanswered {
+            Some(rejection) => ResponseHeadersStep::Reply(call.client.reply(&rejection)),
+            None => call.on_response_headers(head, end_of_stream, &settings),
+        };
+        if let ResponseHeadersStep::Reply(reply) = &step {
+            self.observed.code = metrics::reply_code(reply);
             self.state = State::Answered;
         }
         step
+    }
+
+    /// Notes the code of a local reply the host sent (the call's outcome).
+    pub fn note_reply(&mut self, reply: &Reply) {
+        self.observed.code = metrics::reply_code(reply);
+    }
+
+    /// Notes a trailer the filter added to the answer (`grpc-status` is the outcome).
+    pub fn note_trailer(&mut self, name: &str, value: &str) {
+        if name == "grpc-status" {
+            self.observed.code = metrics::grpc_code(value);
+        }
+    }
+
+    /// The labels of this exchange's metrics, once it is over (`http`: the `http`
+    /// label); `None` for requests that named no served RPC.
+    pub fn metric_labels(&self, http: &'static str) -> Option<metrics::Labels> {
+        let o = &self.observed;
+        Some(metrics::Labels {
+            rpc: o.rpc?,
+            protocol: o.protocol,
+            codec: o.codec,
+            http,
+            class: o.class,
+            target: if o.target.is_empty() {
+                "none"
+            } else {
+                o.target
+            },
+            code: o.code,
+        })
+    }
+
+    /// Records the RPC and client of the call for its metrics.
+    fn observe(&mut self, rpc: &'static Rpc, client: Client, grpc_web: bool) {
+        let grpc = client.name.starts_with("grpc");
+        self.observed.rpc = Some(rpc.name);
+        self.observed.protocol = match (grpc, grpc_web) {
+            (true, true) => "grpc_web",
+            (true, false) => "grpc",
+            (false, _) => "connect",
+        };
+        self.observed.codec = match client.codec {
+            Codec::Json => "json",
+            Codec::Proto => "proto",
+        };
     }
 
     /// `body_size`: all response bytes buffered so far (or this chunk's, when passing
@@ -752,6 +890,33 @@ impl Exchange {
     }
 }
 
+/// The outcome an upstream answer's head shows: ok for a 200 without an error
+/// `grpc-status`; otherwise the code of its status. A stream's or a converted error's
+/// final code is noted later (`note_trailer`, `note_reply`).
+fn answer_code(head: &ResponseHead, client: Client) -> Option<Code> {
+    let status = head
+        .status
+        .as_deref()
+        .and_then(|s| s.trim().parse::<u16>().ok())
+        .unwrap_or(0);
+    if let Some(grpc) = head.grpc_status.as_deref() {
+        return metrics::grpc_code(grpc);
+    }
+    match status {
+        200 => None,
+        // A Connect error passed to a Connect client: its code is in the body; its
+        // HTTP status names the first code Connect gives that status.
+        _ if !client.wire.enveloped() => Some(
+            ferry_wire::status::TABLE
+                .iter()
+                .find(|row| row.http == status)
+                .and_then(|row| Code::from_connect_name(row.connect))
+                .unwrap_or(Code::from_http_status(status)),
+        ),
+        _ => Some(Code::from_http_status(status)),
+    }
+}
+
 impl Call {
     /// A call that has just started: identity both ways, not held, not pinned,
     /// nothing seen yet.
@@ -761,6 +926,7 @@ impl Call {
             client,
             request_encoding: Encoding::Identity,
             answer_encoding: Encoding::Identity,
+            envoy_encoding: None,
             replay_check: None,
             hold: false,
             pinned: false,

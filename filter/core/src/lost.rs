@@ -26,6 +26,101 @@ use ferry_wire::statement::is_plain_rollback;
 use prost::Message;
 
 use crate::affinity;
+use crate::errors::{Code, Rejection};
+use crate::route_class::Class;
+
+/// What Envoy says about an answer no shim gave: its `response.flags` property (Envoy
+/// 1.40: the stream's response flags as a bit set, little-endian int64) and
+/// `response.code_details`. Verified on 1.40: a refused connection gives flags `0x20`
+/// (UF) and details `upstream_reset_before_response_started{remote_connection_failure|...}`;
+/// an upstream that closed after reading the request gives `0x40` (UC) and
+/// `upstream_reset_before_response_started{connection_termination}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EnvoyAnswer {
+    pub flags: u64,
+    pub details: Option<String>,
+}
+
+/// Whether the request may have reached a shim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reached {
+    /// Never sent: no connection, no healthy host, overflow, no route.
+    No,
+    /// Sent, and the connection died or timed out before an answer: the statement
+    /// may or may not have run.
+    Maybe,
+}
+
+/// Envoy's response flags (bit = the `CoreResponseFlag` index).
+mod flag {
+    pub const NO_HEALTHY_UPSTREAM: u64 = 1 << 1; // UH
+    pub const UPSTREAM_TIMEOUT: u64 = 1 << 2; // UT
+    pub const LOCAL_RESET: u64 = 1 << 3; // LR
+    pub const UPSTREAM_REMOTE_RESET: u64 = 1 << 4; // UR
+    pub const UPSTREAM_CONNECTION_FAILURE: u64 = 1 << 5; // UF
+    pub const UPSTREAM_CONNECTION_TERMINATION: u64 = 1 << 6; // UC
+    pub const UPSTREAM_OVERFLOW: u64 = 1 << 7; // UO
+    pub const NO_ROUTE: u64 = 1 << 8; // NR
+    pub const STREAM_IDLE_TIMEOUT: u64 = 1 << 16; // SI
+    pub const MAX_STREAM_DURATION: u64 = 1 << 19; // UMSDR
+    pub const UPSTREAM_PROTOCOL_ERROR: u64 = 1 << 23; // UPE
+    pub const NO_CLUSTER: u64 = 1 << 24; // NC
+    pub const MAYBE: u64 = UPSTREAM_TIMEOUT
+        | LOCAL_RESET
+        | UPSTREAM_REMOTE_RESET
+        | UPSTREAM_CONNECTION_TERMINATION
+        | STREAM_IDLE_TIMEOUT
+        | MAX_STREAM_DURATION
+        | UPSTREAM_PROTOCOL_ERROR;
+    pub const NO: u64 = NO_HEALTHY_UPSTREAM
+        | UPSTREAM_CONNECTION_FAILURE
+        | UPSTREAM_OVERFLOW
+        | NO_ROUTE
+        | NO_CLUSTER;
+}
+
+impl EnvoyAnswer {
+    /// Whether the request may have reached a shim; `None` when Envoy names no
+    /// upstream failure (the answer keeps its usual mapping).
+    pub fn reached(&self) -> Option<Reached> {
+        if self.flags & flag::MAYBE != 0 {
+            return Some(Reached::Maybe);
+        }
+        if self.flags & flag::NO != 0 {
+            return Some(Reached::No);
+        }
+        let details = self.details.as_deref().unwrap_or_default();
+        if details.contains("connection_failure") || details.contains("no_healthy_upstream") {
+            Some(Reached::No)
+        } else if details.starts_with("upstream_reset") {
+            Some(Reached::Maybe)
+        } else {
+            None
+        }
+    }
+}
+
+/// The message of a statement whose outcome is unknown.
+pub const UNKNOWN_OUTCOME: &str = "the gateway lost the database connection while this statement ran: it may or may not have been applied";
+/// The message of a statement that never reached a database.
+pub const NOT_APPLIED: &str =
+    "the gateway could not reach the database: this statement was not applied";
+/// The message of a read no database answered (after Envoy's retries).
+pub const READ_FAILED: &str =
+    "the gateway could not get this read answered by any database (retried where safe): nothing was changed";
+
+/// The answer to an unpinned request no shim answered, by its class: a write or a
+/// session statement that may have run is `unknown` (never retried: the client must
+/// check), one that never left is `unavailable` (safe to send again); a read, which
+/// Envoy already retried, is `unavailable`.
+pub fn unanswered(class: Class, answer: &EnvoyAnswer) -> Option<Rejection> {
+    let reached = answer.reached()?;
+    Some(match (class, reached) {
+        (Class::Read, _) => Rejection::new(Code::Unavailable, READ_FAILED),
+        (_, Reached::Maybe) => Rejection::new(Code::Unknown, UNKNOWN_OUTCOME),
+        (_, Reached::No) => Rejection::new(Code::Unavailable, NOT_APPLIED),
+    })
+}
 
 /// What of a pinned request the answer needs, kept from its (small) message.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,6 +271,97 @@ mod tests {
         assert_eq!(r.error.unwrap().code(), VtCode::Aborted);
         assert_eq!(r.session.unwrap().signature, vec![4, 5]);
         assert!(r.fields.is_empty() && r.params_count == 0);
+    }
+
+    fn envoy(flags: u64, details: &str) -> EnvoyAnswer {
+        EnvoyAnswer {
+            flags,
+            details: Some(details.to_owned()),
+        }
+    }
+
+    #[test]
+    fn unanswered_requests_by_class_and_envoys_flags() {
+        // As seen on Envoy 1.40 (probe: a refused connection, a shim that read the
+        // request and closed).
+        let uf = envoy(0x20, "upstream_reset_before_response_started{remote_connection_failure|delayed_connect_error:_Connection_refused}");
+        let uc = envoy(
+            0x40,
+            "upstream_reset_before_response_started{connection_termination}",
+        );
+        for class in [Class::Write, Class::Session] {
+            let r = unanswered(class, &uc).unwrap();
+            assert_eq!(
+                (r.code, r.message.as_str()),
+                (Code::Unknown, UNKNOWN_OUTCOME)
+            );
+            let r = unanswered(class, &uf).unwrap();
+            assert_eq!(
+                (r.code, r.message.as_str()),
+                (Code::Unavailable, NOT_APPLIED)
+            );
+        }
+        for answer in [&uf, &uc] {
+            let r = unanswered(Class::Read, answer).unwrap();
+            assert_eq!(
+                (r.code, r.message.as_str()),
+                (Code::Unavailable, READ_FAILED)
+            );
+        }
+        // Flags alone, details alone, and both: a possible run wins.
+        assert_eq!(
+            EnvoyAnswer {
+                flags: 0x10,
+                details: None
+            }
+            .reached(),
+            Some(Reached::Maybe)
+        );
+        assert_eq!(
+            EnvoyAnswer {
+                flags: 0x2,
+                details: None
+            }
+            .reached(),
+            Some(Reached::No)
+        );
+        assert_eq!(
+            EnvoyAnswer {
+                flags: 0x80,
+                details: None
+            }
+            .reached(),
+            Some(Reached::No)
+        );
+        assert_eq!(
+            EnvoyAnswer {
+                flags: 0x4,
+                details: None
+            }
+            .reached(),
+            Some(Reached::Maybe)
+        );
+        assert_eq!(
+            EnvoyAnswer {
+                flags: 0x20 | 0x40,
+                details: None
+            }
+            .reached(),
+            Some(Reached::Maybe)
+        );
+        assert_eq!(
+            envoy(
+                0,
+                "upstream_reset_before_response_started{connection_termination}"
+            )
+            .reached(),
+            Some(Reached::Maybe)
+        );
+        assert_eq!(envoy(0, "no_healthy_upstream").reached(), Some(Reached::No));
+        // Nothing about the upstream: the usual mapping stays.
+        assert_eq!(envoy(0, "via_upstream").reached(), None);
+        assert_eq!(EnvoyAnswer::default().reached(), None);
+        assert!(unanswered(Class::Write, &EnvoyAnswer::default()).is_none());
     }
 
     #[test]

@@ -98,6 +98,19 @@ impl Call {
             set: Vec::new(),
             remove: vec![affinity::HEADER],
         };
+        // Envoy's compressor compresses what it sees unless told not to: only a held
+        // success is judged (in `success`); anything else is small or an error.
+        let judged = matches!(
+            flow,
+            ResponseFlow::Convert {
+                kind: Conversion::Success,
+                held: true,
+                ..
+            }
+        );
+        if self.envoy_encoding.is_some() && !judged {
+            edits.set.push(compression::no_transform());
+        }
         let (kind, held) = match &flow {
             ResponseFlow::Idle | ResponseFlow::Pass => {
                 self.response = flow;
@@ -181,7 +194,9 @@ impl Call {
             // Connect unary names its encoding in the headers: they wait for the body
             // when it may be compressed.
             let small = declared.is_some_and(|n| n < settings.compression.min_bytes);
-            let may_compress = self.answer_encoding != Encoding::Identity && !small;
+            let may_compress = (self.answer_encoding != Encoding::Identity
+                || self.envoy_encoding.is_some())
+                && !small;
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
                 (_, held) => convert(Conversion::Success, status, held),
@@ -455,6 +470,12 @@ impl Call {
         let message = out.get(header_len..).unwrap_or_default();
         let used = compression::compress(&settings.compression, encoding, message, &mut compressed);
         let mut headers = HeaderEdits::default();
+        // Headers can change here only when they were held (else they are out).
+        if let (Some(envoy), true) = (self.envoy_encoding, held) {
+            if !settings.compression.worth(envoy, message) {
+                headers.set.push(compression::no_transform());
+            }
+        }
         let end = client.wire.end(None);
         let body = if enveloped {
             let (flags, mut framed) = if used == Encoding::Identity {

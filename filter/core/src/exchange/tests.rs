@@ -112,7 +112,7 @@ fn grpc_error(reply: &Reply) -> (u32, String) {
 #[test]
 fn connect_json_execute_becomes_canonical_proto() {
     let (_, step) = start(&head(EXECUTE, "application/json"));
-    let RequestHeadersStep::Forward(edits) = step else {
+    let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) = step else {
         panic!("{step:?}")
     };
     assert_eq!(edits.get("content-type"), Some("application/proto"));
@@ -164,7 +164,7 @@ fn connect_json_create_and_close_session() {
 #[test]
 fn connect_proto_streams_untouched() {
     let (mut ex, step) = start(&head(EXECUTE, "application/proto"));
-    let RequestHeadersStep::Forward(edits) = step else {
+    let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) = step else {
         panic!("{step:?}")
     };
     assert_eq!(edits.get("x-ferry-protocol"), Some("connect-proto"));
@@ -172,8 +172,9 @@ fn connect_proto_streams_untouched() {
         !edits.remove.contains(&"content-length"),
         "the body is not rewritten"
     );
-    assert_eq!(ex.on_request_body(400, false), RequestBodyStep::Continue);
-    assert_eq!(ex.on_request_body(400, true), RequestBodyStep::Continue);
+    // Held (not rewritten) until its statement is read for `x-ferry-class`.
+    assert_eq!(ex.on_request_body(400, false), RequestBodyStep::Wait);
+    assert_eq!(ex.on_request_body(800, true), RequestBodyStep::Route(800));
     assert_eq!(
         ex.on_request_body(0, true),
         RequestBodyStep::Continue,
@@ -185,7 +186,13 @@ fn connect_proto_streams_untouched() {
 fn connect_proto_without_body_is_an_empty_message() {
     let mut ex = exchange(false);
     let step = ex.on_request_headers(&head(CREATE_SESSION, "application/proto"), true);
-    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    assert!(
+        matches!(
+            step,
+            RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+        ),
+        "{step:?}"
+    );
 }
 
 #[test]
@@ -197,7 +204,7 @@ fn grpc_proto_drops_the_frame_header_without_copying() {
     .encode_to_vec();
     for ct in ["application/grpc", "application/grpc+proto"] {
         let (_, step) = start(&head(EXECUTE, ct));
-        let RequestHeadersStep::Forward(edits) = step else {
+        let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) = step else {
             panic!("{step:?}")
         };
         assert_eq!(edits.get("x-ferry-protocol"), Some("grpc-proto"));
@@ -239,7 +246,7 @@ fn request_trailers_end_a_buffered_body() {
     assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
     assert_eq!(ex.on_request_trailers(), RequestBodyStep::Read);
     let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
-    assert_eq!(ex.on_request_trailers(), RequestBodyStep::Continue);
+    assert_eq!(ex.on_request_trailers(), RequestBodyStep::Route(0));
 }
 
 // ----- request: refusals -----
@@ -337,7 +344,10 @@ fn unknown_compression_is_unimplemented_and_lists_the_supported() {
     for known in ["identity", "gzip", "zstd", "snappy", "s2"] {
         h.encodings = vec![("content-encoding", known.into())];
         assert!(
-            matches!(start(&h).1, RequestHeadersStep::Forward(_)),
+            matches!(
+                start(&h).1,
+                RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+            ),
             "{known}"
         );
     }
@@ -394,7 +404,7 @@ fn oversized_requests_are_refused_early() {
     h.content_type = Some("application/grpc".into());
     assert_eq!(grpc_error(&reply_of_headers(&h)).0, 8);
     h.content_length = Some("1000".into());
-    assert!(matches!(start(&h).1, RequestHeadersStep::Forward(_)));
+    assert!(matches!(start(&h).1, RequestHeadersStep::Hold(_)));
 
     // Arriving, before the end of the body.
     let (mut ex, _) = start(&head(EXECUTE, "application/json"));
@@ -416,10 +426,10 @@ fn oversized_requests_are_refused_early() {
     );
     assert_eq!(ex.on_response_body(100, true), ResponseBodyStep::Continue);
 
-    // Streaming (Connect proto): counted across chunks.
+    // Held Connect proto (buffered by the host for its class): the buffered total.
     let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
-    assert_eq!(ex.on_request_body(600, false), RequestBodyStep::Continue);
-    let RequestBodyStep::Reply(reply) = ex.on_request_body(401, true) else {
+    assert_eq!(ex.on_request_body(600, false), RequestBodyStep::Wait);
+    let RequestBodyStep::Reply(reply) = ex.on_request_body(1001, true) else {
         panic!()
     };
     assert_eq!(connect_error(&reply).1, "resource_exhausted");
@@ -505,13 +515,20 @@ fn response(status: &str, content_type: &str) -> ResponseHead {
         content_length: None,
         shim_instance: Some("0123456789abcdef".into()),
         grpc_status: None,
+        ..Default::default()
     }
 }
 
 /// An exchange whose request (`content_type`) has been forwarded.
 fn forwarded(path: &str, content_type: &str) -> Exchange {
     let (mut ex, step) = start(&head(path, content_type));
-    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    assert!(
+        matches!(
+            step,
+            RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+        ),
+        "{step:?}"
+    );
     let body: &[u8] = match content_type {
         "application/proto" => return ex,
         "application/grpc+json" => &[0, 0, 0, 0, 2, b'{', b'}'],
@@ -1196,7 +1213,7 @@ fn early_connect_proto_is_held_until_checked() {
     // Not early: it streams. Early: the body is buffered (so none of it goes upstream
     // before the check) and rewritten whole.
     let (mut ex, step) = start(&early(EXECUTE, "application/proto"));
-    let RequestHeadersStep::Forward(edits) = step else {
+    let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) = step else {
         panic!("{step:?}")
     };
     assert!(edits.remove.contains(&"content-length"));
@@ -1210,9 +1227,9 @@ fn early_connect_proto_is_held_until_checked() {
         panic!()
     };
     assert_too_early_connect(&reply);
-    // The same request outside early data streams.
+    // The same request outside early data is held for its class only.
     let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
-    assert_eq!(ex.on_request_body(10, true), RequestBodyStep::Continue);
+    assert_eq!(ex.on_request_body(10, true), RequestBodyStep::Route(10));
 }
 
 #[test]
@@ -1221,7 +1238,13 @@ fn early_session_rpcs() {
     assert!(send(&early(CREATE_SESSION, "application/json"), b"{}").is_ok());
     let mut ex = exchange(false);
     let step = ex.on_request_headers(&early(CREATE_SESSION, "application/proto"), true);
-    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    assert!(
+        matches!(
+            step,
+            RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+        ),
+        "{step:?}"
+    );
     // CloseSession is refused from its headers: nothing at all is forwarded.
     let reply = reply_of_headers(&early(CLOSE_SESSION, "application/json"));
     assert_too_early_connect(&reply);
@@ -1367,9 +1390,9 @@ fn with_affinity_unpinned_and_sessionless_requests_balance() {
         ex.on_request_body(unpinned.len(), true),
         RequestBodyStep::Route(unpinned.len())
     );
-    assert!(ex
-        .route_request(read_from(&unpinned), unpinned.len())
-        .is_empty());
+    let edits = ex.route_request(read_from(&unpinned), unpinned.len());
+    assert_eq!(edits.get("x-ferry-host"), None, "balanced");
+    assert!(edits.get("x-ferry-class").is_some());
     // CreateSession has no session; a request without a body has nothing to read.
     assert!(matches!(
         affine(&head(CREATE_SESSION, "application/proto")).1,
@@ -1380,15 +1403,18 @@ fn with_affinity_unpinned_and_sessionless_requests_balance() {
         ex.on_request_headers(&head(EXECUTE, "application/proto"), true),
         RequestHeadersStep::Forward(_)
     ));
-    // Without affinity, nothing is held and nothing routed.
+    // Without affinity, held for the class only: a pinned session is not routed to
+    // its holder (but is classified `session`).
     let (mut ex, step) = start(&head(EXECUTE, "application/proto"));
-    assert!(matches!(step, RequestHeadersStep::Forward(_)));
+    assert!(matches!(step, RequestHeadersStep::Hold(_)));
     let body = pinned_execute("127.0.0.1:18084");
     assert_eq!(
         ex.on_request_body(body.len(), true),
-        RequestBodyStep::Continue
+        RequestBodyStep::Route(body.len())
     );
-    assert!(ex.route_request(read_from(&body), body.len()).is_empty());
+    let edits = ex.route_request(read_from(&body), body.len());
+    assert_eq!(edits.get("x-ferry-host"), None);
+    assert_eq!(edits.get("x-ferry-class"), Some("session"));
 }
 
 #[test]
@@ -1434,6 +1460,7 @@ fn envoy_503() -> ResponseHead {
         content_length: Some("19".into()),
         shim_instance: None,
         grpc_status: None,
+        ..Default::default()
     }
 }
 
@@ -1538,9 +1565,8 @@ fn a_shims_own_answers_and_unpinned_503s_are_not_lost_transactions() {
         .unwrap()
         .as_slice()
         .to_vec();
-    assert!(ex
-        .route_request(read_from(&message), message.len())
-        .is_empty());
+    let edits = ex.route_request(read_from(&message), message.len());
+    assert_eq!(edits.get("x-ferry-host"), None, "not pinned");
     let (edits, edit) = respond(&mut ex, &envoy_503(), b"no healthy upstream");
     assert_eq!(edits.get(":status"), None, "stays 503");
     assert_eq!(json_of(replaced(&edit))["code"], "unavailable");

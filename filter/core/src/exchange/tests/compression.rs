@@ -80,7 +80,10 @@ fn an_empty_compressed_body_is_an_empty_message() {
         "s2",
     );
     let (mut ex, step) = start(&h);
-    assert!(matches!(step, RequestHeadersStep::Forward(_)));
+    assert!(matches!(
+        step,
+        RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+    ));
     assert_eq!(ex.on_request_body(0, true), RequestBodyStep::Read);
     assert_eq!(ex.finish_request(Vec::new()).unwrap().as_slice(), b"");
     let mut ex = exchange(false);
@@ -139,18 +142,35 @@ fn large_answer(rows: usize) -> Vec<u8> {
 /// An exchange whose request (`content_type`, accepting `accept`) has been forwarded,
 /// under a 1 MiB response limit.
 fn compressing(content_type: &str, accept: (&'static str, &str)) -> Exchange {
+    compressing_with(content_type, accept, Vec::new())
+}
+
+/// [`compressing`], with `envoy` as the codecs Envoy's compressor applies
+/// (`compression.envoy`).
+fn compressing_with(
+    content_type: &str,
+    accept: (&'static str, &str),
+    envoy: Vec<Encoding>,
+) -> Exchange {
     let mut ex = Exchange::new(std::rc::Rc::new(Config {
         limits: Limits {
             max_request_bytes: 1000,
             max_response_bytes: 1 << 20,
         },
+        envoy_compression: envoy,
         ..Config::default()
     }));
     let step = ex.on_request_headers(
         &with_encoding(head(EXECUTE, content_type), accept.0, accept.1),
         false,
     );
-    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    assert!(
+        matches!(
+            step,
+            RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+        ),
+        "{step:?}"
+    );
     if content_type != "application/proto" {
         let body: &[u8] = match content_type {
             "application/json" => b"{}",
@@ -288,4 +308,105 @@ fn an_oversized_held_answer_is_replaced_whole() {
         panic!()
     };
     assert_eq!(connect_error(&reply).1, "resource_exhausted");
+}
+
+/// A held Connect unary answer, through to its edit.
+fn held_answer(ex: &mut Exchange, answer: &[u8]) -> ResponseEdit {
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    let ResponseHeadersStep::Hold(edits) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(edits.get("cache-control"), None);
+    let ResponseBodyStep::Read(n) = ex.on_response_body(answer.len(), true) else {
+        panic!()
+    };
+    ex.finish_response(&answer[..n]).unwrap()
+}
+
+#[test]
+fn connect_unary_leaves_envoys_codecs_to_envoy() {
+    let envoy = || vec![Encoding::Zstd, Encoding::Gzip];
+    let answer = large_answer(25);
+    // Accepted by Envoy's compressor: ours (s2) is passed over, the body goes as it
+    // is and unmarked, and Envoy compresses it.
+    for (content_type, accept) in [
+        ("application/proto", "s2, gzip"),
+        ("application/json", "zstd, s2"),
+    ] {
+        let mut ex = compressing_with(content_type, ("accept-encoding", accept), envoy());
+        let edit = held_answer(&mut ex, &answer);
+        assert_eq!(edit.headers.get("content-encoding"), None, "{accept}");
+        assert_eq!(edit.headers.get("cache-control"), None, "{accept}");
+        if content_type == "application/proto" {
+            assert_eq!(edit.body, BodyEdit::Keep);
+        } else {
+            let json = json_of(replaced(&edit));
+            assert_eq!(json["result"]["rows"].as_array().unwrap().len(), 25);
+        }
+    }
+    // Judged not worth it (too small once read): marked so Envoy leaves it alone.
+    let mut ex = compressing_with("application/proto", ("accept-encoding", "zstd"), envoy());
+    let edit = held_answer(&mut ex, &execute_response().encode_to_vec());
+    assert_eq!(edit.headers.get("cache-control"), Some("no-transform"));
+    assert_eq!(edit.body, BodyEdit::Keep);
+    // Declared small: not held, marked at once.
+    let mut ex = compressing_with("application/json", ("accept-encoding", "gzip"), envoy());
+    let mut small = response("200", "application/proto");
+    small.content_length = Some("100".into());
+    let (ResponseHeadersStep::Forward(edits) | ResponseHeadersStep::Hold(edits)) =
+        ex.on_response_headers(&small, false)
+    else {
+        panic!()
+    };
+    assert_eq!(edits.get("cache-control"), Some("no-transform"));
+    // ... and its body edit touches no header: they are out already.
+    let small_answer = execute_response().encode_to_vec();
+    let ResponseBodyStep::Read(n) = ex.on_response_body(small_answer.len(), true) else {
+        panic!()
+    };
+    let edit = ex.finish_response(&small_answer[..n]).unwrap();
+    assert!(edit.headers.is_empty(), "{:?}", edit.headers);
+    // A client that accepts none of Envoy's codecs gets ours, as before.
+    let mut ex = compressing_with("application/proto", ("accept-encoding", "s2"), envoy());
+    let edit = held_answer(&mut ex, &answer);
+    assert_eq!(edit.headers.get("content-encoding"), Some("s2"));
+    assert_eq!(edit.headers.get("cache-control"), None);
+    // Enveloped messages are always ours to compress.
+    let mut ex = compressing_with(
+        "application/grpc",
+        ("grpc-accept-encoding", "zstd"),
+        envoy(),
+    );
+    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
+    assert_eq!(edits.get("grpc-encoding"), Some("zstd"));
+    assert_eq!(edits.get("cache-control"), None);
+    assert_eq!(replaced(&edit)[0], COMPRESSED);
+}
+
+#[test]
+fn an_incompressible_connect_answer_is_kept_from_envoys_compressor() {
+    let mut message = execute_response();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..4000)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed as u8
+        })
+        .collect();
+    message.result.as_mut().unwrap().rows = vec![Row {
+        lengths: vec![noise.len() as i64, -1],
+        values: noise,
+    }];
+    let answer = message.encode_to_vec();
+    let mut ex = compressing_with(
+        "application/proto",
+        ("accept-encoding", "gzip"),
+        vec![Encoding::Gzip],
+    );
+    let edit = held_answer(&mut ex, &answer);
+    assert_eq!(edit.headers.get("cache-control"), Some("no-transform"));
+    assert_eq!(edit.headers.get("content-encoding"), None);
+    assert_eq!(edit.body, BodyEdit::Keep);
 }

@@ -1,0 +1,183 @@
+//! GTID positions for read-your-writes (README, "Read replicas").
+//!
+//! A primary shim with `FERRY_TRACK_GTID` on reads, after a statement that is
+//! not replay-safe commits outside a transaction (an autocommit write, or the
+//! COMMIT of a pinned session), the position of that write on the same
+//! connection, and the session carries it (`read_after_write_gtid`, sealed:
+//! seal.rs). A replica shim waits for its server to reach it before a read.
+//!
+//! Flavours, told apart by the server version mysql_async reports (MariaDB
+//! reports 10.x and up; MySQL is below 10):
+//! - MariaDB: `@@last_gtid` (this connection's last GTID, e.g. `0-1-42`;
+//!   empty without a binary log) and `MASTER_GTID_WAIT(pos, secs)`. Tried on
+//!   10.11: 0 once reached, -1 on timeout; the timeout is in seconds and may be
+//!   fractional (0.25 waits 0.25 s); a position in a domain the replica never
+//!   sees times out; an unparsable one is error 1941. On a server that is not a
+//!   replica it waits on `gtid_slave_pos`, so it never sees the server's own
+//!   writes and times out: only replica shims wait.
+//! - MySQL 8: `@@global.gtid_executed` (a GTID set) and
+//!   `WAIT_FOR_EXECUTED_GTID_SET(set, secs)`: 0 once reached, 1 on timeout.
+//!
+//! A position is spliced into the SQL as a string literal only after
+//! `valid()` allowed its characters (digits, hex, `-`, `:`, `,`, whitespace):
+//! no quote or backslash can get in. It comes from a sealed session anyway.
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavour {
+    MariaDb,
+    Mysql,
+}
+
+impl Flavour {
+    pub fn of(server_version: (u16, u16, u16)) -> Flavour {
+        if server_version.0 >= 10 {
+            Flavour::MariaDb
+        } else {
+            Flavour::Mysql
+        }
+    }
+
+    /// The query reading the position of this connection's last write.
+    pub fn position_sql(self) -> &'static str {
+        match self {
+            Flavour::MariaDb => "SELECT @@last_gtid",
+            Flavour::Mysql => "SELECT @@global.gtid_executed",
+        }
+    }
+
+    /// The query waiting for `gtid`, at most `wait`; `None` if it is not a
+    /// position this module accepts.
+    pub fn wait_sql(self, gtid: &str, wait: Duration) -> Option<String> {
+        if !valid(gtid) {
+            return None;
+        }
+        let secs = wait.as_secs_f64();
+        Some(match self {
+            Flavour::MariaDb => format!("SELECT MASTER_GTID_WAIT('{gtid}', {secs:.3})"),
+            Flavour::Mysql => format!("SELECT WAIT_FOR_EXECUTED_GTID_SET('{gtid}', {secs:.3})"),
+        })
+    }
+
+    /// Whether the wait's answer means the position was reached.
+    pub fn reached(self, answer: Option<i64>) -> bool {
+        answer == Some(0)
+    }
+}
+
+/// Longest position accepted (a MySQL GTID set lists one range per server).
+const MAX_LEN: usize = 16 << 10;
+
+/// A position as the servers print them: MariaDB `domain-server-seq[,...]`,
+/// MySQL `uuid:1-5[:7-9][,\nuuid:...]`.
+pub fn valid(gtid: &str) -> bool {
+    !gtid.trim().is_empty()
+        && gtid.len() <= MAX_LEN
+        && gtid
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || matches!(b, b'-' | b':' | b',' | b' ' | b'\n'))
+}
+
+/// The position of this connection's last write (`None`: the server has
+/// none, e.g. MariaDB without a binary log).
+pub async fn position(conn: &mut Conn) -> Result<Option<String>, mysql_async::Error> {
+    let flavour = Flavour::of(conn.server_version());
+    let pos: Option<Option<String>> = conn.query_first(flavour.position_sql()).await?;
+    Ok(pos.flatten().filter(|p| valid(p)))
+}
+
+/// Why a replica could not confirm a position.
+#[derive(Debug)]
+pub enum WaitError {
+    /// The wait ran out (or the server could not wait for it: an unknown
+    /// domain, GTIDs off); the read must go elsewhere.
+    NotReached(String),
+    /// The connection failed.
+    Mysql(mysql_async::Error),
+}
+
+/// Waits until the server has applied `gtid`, at most `wait`.
+pub async fn wait_for(conn: &mut Conn, gtid: &str, wait: Duration) -> Result<(), WaitError> {
+    let flavour = Flavour::of(conn.server_version());
+    let Some(sql) = flavour.wait_sql(gtid, wait) else {
+        return Err(WaitError::NotReached("not a GTID position".into()));
+    };
+    match conn.query_first::<Option<i64>, _>(sql).await {
+        Ok(answer) if flavour.reached(answer.flatten()) => Ok(()),
+        Ok(answer) => Err(WaitError::NotReached(format!(
+            "the wait answered {:?}",
+            answer.flatten()
+        ))),
+        Err(mysql_async::Error::Server(se)) => Err(WaitError::NotReached(format!(
+            "the server could not wait: {} (errno {})",
+            se.message, se.code
+        ))),
+        Err(e) => Err(WaitError::Mysql(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flavours_come_from_the_version() {
+        assert_eq!(Flavour::of((10, 11, 19)), Flavour::MariaDb);
+        assert_eq!(Flavour::of((11, 4, 2)), Flavour::MariaDb);
+        assert_eq!(Flavour::of((8, 0, 33)), Flavour::Mysql);
+        assert_eq!(Flavour::of((9, 1, 0)), Flavour::Mysql);
+    }
+
+    #[test]
+    fn positions_are_checked_before_they_reach_sql() {
+        for ok in [
+            "0-1-42",
+            "0-1-42,1-2-7",
+            "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5",
+            "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5:7,\n4e11fa47-71ca-11e1-9e33-c80aa9429562:1",
+        ] {
+            assert!(valid(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            " ",
+            "0-1-1'); DROP TABLE t; --",
+            "0-1-1\\",
+            "x-y-z",
+            "0-1-1'",
+        ] {
+            assert!(!valid(bad), "{bad}");
+        }
+        assert!(!valid(&"1".repeat(MAX_LEN + 1)));
+        assert_eq!(
+            Flavour::MariaDb
+                .wait_sql("0-1-42", Duration::from_millis(500))
+                .as_deref(),
+            Some("SELECT MASTER_GTID_WAIT('0-1-42', 0.500)")
+        );
+        assert_eq!(
+            Flavour::Mysql
+                .wait_sql("u:1-3", Duration::from_millis(1250))
+                .as_deref(),
+            None,
+            "u is not hex"
+        );
+        assert_eq!(
+            Flavour::Mysql
+                .wait_sql("ab:1-3", Duration::from_millis(1250))
+                .as_deref(),
+            Some("SELECT WAIT_FOR_EXECUTED_GTID_SET('ab:1-3', 1.250)")
+        );
+        assert_eq!(Flavour::MariaDb.wait_sql("0-1-1'", Duration::ZERO), None);
+    }
+
+    #[test]
+    fn only_zero_means_reached() {
+        for f in [Flavour::MariaDb, Flavour::Mysql] {
+            assert!(f.reached(Some(0)));
+            assert!(!f.reached(Some(-1)) && !f.reached(Some(1)) && !f.reached(None));
+        }
+    }
+}
