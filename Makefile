@@ -54,12 +54,16 @@ unit:
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
 validate: wasm
 	@python3 scripts/envoy-replicas.py --check
-	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" && scripts/dev-cert.sh && \
+	@python3 scripts/envoy-tracing.py --check
+	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" "$$(dirname "$$FERRY_ACCESS_LOG")" && scripts/dev-cert.sh && \
 	for f in $(ENVOY_CONFIGS); do \
 	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \
 	  "$$ENVOY" --mode validate -c "$$FERRY_RUN_DIR/validate.yaml" --disable-hot-restart -l error >/dev/null \
 	    && echo "valid: $$f" || { echo "INVALID: $$f"; exit 1; }; \
 	done
+	@# The Grafana dashboard against Grafana's own schema (observability/check: the Grafana
+	@# Foundation SDK's types, strictly; npm). Its metric names are checked in e2e.
+	@cd observability/check && npm ci --no-audit --no-fund --loglevel=error >/dev/null && node check.mjs schema ../grafana/ferry-dashboard.json
 	@# compose: `docker compose config` where the plugin exists, else the same loader (compose-go).
 	@if docker compose version >/dev/null 2>&1; then docker compose -f compose/docker-compose.yml config -q && echo "valid: compose/docker-compose.yml"; \
 	else (cd compose/check && go build -o ../../target/compose-check .) && target/compose-check compose/docker-compose.yml; fi

@@ -419,19 +419,27 @@ replicas_env() {
       FERRY_REPLICA_MYSQL_SOCKET="$FERRY_RUN_DIR/mysql-replica.sock"
     NETLABEL=loopback-replica
   fi
-  local p="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)" s="shim:$FERRY_SHIM_ADDR"
-  if [ "$1" = replica ]; then
-    p+=" shim-replica:$(pid_of shim-replica) mysql-replica:$(pid_of mysql-replica)"
-    s+=" shim-replica:$FERRY_REPLICA_SHIM_ADDR"
-  fi
-  # Before the stack is up there are no pids yet; replicas_up sets the env again after.
-  REPLICAS_PIDS="$p host:all" REPLICAS_SHIMS=$s
-} 2>/dev/null
+  # (Before the stack is up, or after it is down, there are no pids: empty.)
+  local n p="" s="shim:$FERRY_SHIM_ADDR"
+  for n in envoy shim mysql $([ "$1" = primary ] || echo shim-replica mysql-replica); do
+    p+="$n:$(cat "$FERRY_RUN_DIR/pids/$n.pid" 2>/dev/null || true) "
+  done
+  [ "$1" = primary ] || s+=" shim-replica:$FERRY_REPLICA_SHIM_ADDR"
+  REPLICAS_PIDS="${p}host:all" REPLICAS_SHIMS=$s
+}
 
 replicas_up() {
   trap 'replicas_env primary; stack_down; replicas_env replica; stack_down' EXIT
   replicas_env primary; STACK_LOG=stack-up-primary stack_up
-  replicas_env replica; STACK_LOG=stack-up-replica stack_up
+  replicas_env replica
+  # The replica keeps its primary's port from its seeding (master.info, line 7): after a
+  # change of BENCH_REPLICAS_MYSQL_PORT it is made and seeded anew.
+  local mi="$FERRY_RUN_DIR/mysql-replica/master.info"
+  if [ -s "$mi" ] && [ "$(sed -n 7p "$mi")" != "$FERRY_MYSQL_PORT" ]; then
+    echo "  the replica followed port $(sed -n 7p "$mi"), now $FERRY_MYSQL_PORT: making it anew"
+    rm -rf "$FERRY_RUN_DIR/mysql-replica"
+  fi
+  STACK_LOG=stack-up-replica stack_up
   # The fixtures went in through the primary's binary log: wait until the replica has them.
   local pos root=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" -N -B)
   pos=$("${root[@]}" --socket="$FERRY_MYSQL_SOCKET" -e 'SELECT @@gtid_binlog_pos')
@@ -448,11 +456,24 @@ replicas_up() {
 }
 
 # replicas_run STACK CLIENT VUS: one point-select run on that stack, with the CPU of its
-# processes (and the host's) and which shim answered.
+# processes (and the host's), for Ferry which shim answered, and the host's UDP
+# receive-buffer drops during the run (HTTP/3 on loopback: Envoy's and k6's sockets).
 replicas_run() {
   replicas_env "$1"
-  CPU_PIDS=$REPLICAS_PIDS SERVED_SHIMS=$REPLICAS_SHIMS run point-select "$2" "" "$3" "${SWEEP_DURATION:-10s}"
+  local served=$REPLICAS_SHIMS drops; [ "$2" != mysql ] || served=""
+  drops=$(udp_drops)
+  CPU_PIDS=$REPLICAS_PIDS SERVED_SHIMS=$served run point-select "$2" "" "$3" "${SWEEP_DURATION:-10s}"
+  local f="$OUT/runs/point-select.$2.$NETLABEL.v$3${RUN_SUFFIX:-}.json"
+  [ -s "$f" ] || return 0
+  python3 - "$f" $(( $(udp_drops) - drops )) <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1])); doc["udp_rcvbuf_drops"] = int(sys.argv[2])
+json.dump(doc, open(sys.argv[1], "w"))
+if int(sys.argv[2]): print(f"  UDP receive-buffer drops (host): {sys.argv[2]}")
+PY
 }
+
+udp_drops() { awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $6 }' /proc/net/snmp; }
 
 # Every concurrency: the MySQL baseline (on the primary-only stack's MariaDB), then each
 # Ferry client on both stacks, which of the two goes first alternating between points.
@@ -483,7 +504,8 @@ for f in glob.glob(os.path.join(out, "runs", "point-select.*.json")):
         "qps": calls / dur if dur else 0, "p95": m.get("ferry_ms", {}).get("values", {}).get("p(95)", 0),
         "p50": m.get("ferry_ms", {}).get("values", {}).get("p(50)", 0),
         "errors": m.get("ferry_errors", {}).get("values", {}).get("count", 0), "calls": calls,
-        "cpu": d.get("cpu_ms_per_call", {}), "served": d.get("served_by", {})}
+        "cpu": d.get("cpu_ms_per_call", {}), "served": d.get("served_by", {}),
+        "drops": d.get("udp_rcvbuf_drops")}
 vus = sorted({k[2] for k in runs})
 clients = [c for c in ("h2", "h3") if any(k[0] == c for k in runs)]
 def cell(r): return f"{r['qps']:,.0f} · {r['p95']:.2f}" if r else "–"
@@ -505,10 +527,11 @@ print("\nErrors: " + (", ".join(f"{k[0]} {k[1]} {k[2]} VUs: {e}" for k, e in err
 print("## CPU per call (ms, utime + stime ÷ measured calls)\n")
 print("`host` = every core's busy time (all processes, k6 included) ÷ calls; `rest` = host − the "
       "stack's processes (mostly k6); `cores` = host CPU × QPS (2 = both cores busy); `replica "
-      "answered` = the replica shim's share of the Execute answers.\n")
+      "answered` = the replica shim's share of the Execute answers; `UDP drops` = the host's UDP "
+      "receive-buffer drops during the run (/proc/net/snmp RcvbufErrors).\n")
 names = ["envoy", "shim", "shim-replica", "mysql", "mysql-replica"]
-print("| client | stack | VUs | QPS | " + " | ".join(names) + " | host | rest | cores | replica answered |")
-print("|" + "---|" * (len(names) + 8))
+print("| client | stack | VUs | QPS | " + " | ".join(names) + " | host | rest | cores | replica answered | UDP drops |")
+print("|" + "---|" * (len(names) + 9))
 for c in ["mysql"] + clients:
     for st in ("primary", "replica"):
         for v in vus:
@@ -519,10 +542,10 @@ for c in ["mysql"] + clients:
             own = sum(cpu.get(n, 0) for n in names)
             vals = " | ".join(f"{cpu[n]:.3f}" if n in cpu else "–" for n in names)
             s = r["served"]; tot = sum(s.values())
-            share = f"{100 * s.get('shim-replica', 0) / tot:.0f} %" if tot and c != "mysql" else "–"
+            share = f"{100 * s.get('shim-replica', 0) / tot:.0f} %" if tot and st == "replica" else "–"
             host = cpu.get("host", 0)
             print(f"| {c} | {st} | {v} | {r['qps']:,.0f} | {vals} | {host:.3f} | {host - own:.3f} | "
-                  f"{host * r['qps'] / 1000:.2f} | {share} |")
+                  f"{host * r['qps'] / 1000:.2f} | {share} | {'–' if r['drops'] is None else r['drops']} |")
 PY
 }
 
@@ -585,9 +608,9 @@ case "${1:-}" in
     "${root_sql[@]}" -e "SET GLOBAL max_connections = 100"
     for client in ${CLIENTS/mysql/}; do
       "${root_sql[@]}" -e "FLUSH STATUS"
-      drops=$(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $7 }' /proc/net/snmp)
+      drops=$(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $6 }' /proc/net/snmp)
       run sessions "$client" "" "${SESSIONS:-5000}" "${SESSIONS_ITER:-20}"
-      echo "  UDP receive-buffer drops during the run (host-wide): $(( $(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $7 }' /proc/net/snmp) - drops ))" \
+      echo "  UDP receive-buffer drops during the run (host-wide): $(( $(awk '/^Udp:/ { n++ } /^Udp:/ && n == 2 { print $6 }' /proc/net/snmp) - drops ))" \
         | tee -a "$OUT/runs/sessions.$client.mariadb.txt"
       "${root_sql[@]}" -e "SHOW GLOBAL STATUS WHERE Variable_name IN
         ('Max_used_connections', 'Threads_connected', 'Connection_errors_max_connections')" \

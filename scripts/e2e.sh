@@ -58,6 +58,17 @@ browser_gateway() {
     FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO=browser FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
     FERRY_SESSION_KEYS_FILE="$BROWSER_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
+# A fifth gateway with tracing (tests/e2e/tests/tracing.rs): envoy/tracing.yaml and a shim
+# exporting spans (FERRY_OTLP_ENDPOINT), both to the OTLP receiver the test runs on
+# FERRY_E2E_OTLP_ADDR; on the same MariaDB (socket), sharing the dev CA.
+TRACING_RUN_DIR="$FERRY_RUN_DIR/tracing"
+export FERRY_E2E_OTLP_ADDR="${FERRY_E2E_OTLP_ADDR:-127.0.0.1:14317}"
+tracing_gateway() {
+  FERRY_RUN_DIR="$TRACING_RUN_DIR" FERRY_PORT="${FERRY_E2E_TRACING_PORT:-18450}" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_TRACING_ADMIN_PORT:-19907}" FERRY_SHIM_ADDR="${FERRY_E2E_TRACING_SHIM_ADDR:-127.0.0.1:18089}" \
+    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO=tracing FERRY_OTLP_ENDPOINT="http://$FERRY_E2E_OTLP_ADDR" \
+    OTEL_BSP_SCHEDULE_DELAY=1000 FERRY_SESSION_KEYS_FILE="$TRACING_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
+}
 # A stack of its own on MySQL 8.0 (FERRY_MYSQL_FLAVOR=mysql8; installed once by
 # scripts/install-mysql8.sh), for the tests below that run on MySQL 8 too. FERRY_E2E_MYSQL8=0 skips it.
 MYSQL8_RUN_DIR="$FERRY_RUN_DIR/mysql8"
@@ -81,7 +92,7 @@ replicas_env() {
     FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$REPLICAS_RUN_DIR/certs/session.keys" FERRY_READ_AFTER_WRITE_WAIT_MS=500
 }
 replicas_stack() { (replicas_env && "$ROOT/scripts/stack.sh" "$@"); }
-stop_all() { replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+stop_all() { tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
@@ -127,6 +138,13 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The shim's own integration test, straight at the shim (no Envoy).
 FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*' || status=$?
 
+# Tracing: Envoy's spans and the shim's in one trace, no SQL text (its own gateway, alone).
+mkdir -p "$TRACING_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TRACING_RUN_DIR/"
+tracing_gateway gateway >/dev/null && (export FERRY_RUN_DIR="$TRACING_RUN_DIR" FERRY_PORT="${FERRY_E2E_TRACING_PORT:-18450}"
+  cargo test -p ferry-e2e --test tracing -- --ignored --nocapture) || status=$?
+! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$TRACING_RUN_DIR"/logs/{envoy,shim}.log || status=1
+tracing_gateway down >/dev/null
+
 # MySQL 8.0, on its own stack: the type table (Rust fields, the driver's values), queries,
 # the API and bind variables.
 if [ "${FERRY_E2E_MYSQL8:-1}" = 1 ]; then
@@ -142,6 +160,13 @@ fi
 if [ "${FERRY_E2E_REPLICAS:-1}" = 1 ]; then
   replicas_stack up >/dev/null && (replicas_env
     cargo test -p ferry-e2e --test replicas -- --ignored --test-threads=1 --nocapture) || status=$?
+  # Every metric the Grafana dashboard queries, in real scrapes after this suite's workload
+  # (observability.rs: pool wait timeout, refused password; replicas.rs: read-after-write
+  # waits): the main stack's Envoy and shim, the replica stack's Envoy and both shims.
+  (replicas_env && cd "$ROOT/observability/check" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+    && node check.mjs metrics ../grafana/ferry-dashboard.json \
+      "http://127.0.0.1:${FERRY_E2E_ADMIN_PORT:-19901}/stats/prometheus" "http://${FERRY_E2E_SHIM_ADDR:-127.0.0.1:18081}/metrics" \
+      "http://127.0.0.1:$FERRY_ADMIN_PORT/stats/prometheus" "http://$FERRY_SHIM_ADDR/metrics" "http://$FERRY_REPLICA_SHIM_ADDR/metrics") || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$REPLICAS_RUN_DIR"/logs/{envoy,shim,shim-replica}.log || status=1
   replicas_stack down >/dev/null
 fi

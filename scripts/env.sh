@@ -23,10 +23,12 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_MYSQL_TRANSPORT:=socket}"        # how the shim reaches MariaDB: socket | tcp
 : "${FERRY_EARLY_DATA:=true}"               # HTTP/3 0-RTT (the filter runs only replay-safe requests in it)
 : "${FERRY_ENVOY_SCENARIO:=}"               # envoy/<name>.yaml to run (empty: ferry, or two-shims with FERRY_SHIMS=2)
+: "${FERRY_OTLP_ENDPOINT:=}"                # OTLP/gRPC collector, http://host:port: the shim exports spans there (unset: off); envoy/tracing.yaml's too (default 127.0.0.1:4317)
 : "${FERRY_CORS_ORIGINS=https://localhost:5173}"   # browser origins allowed by envoy/browser.yaml (comma-separated; set but empty: none)
 : "${FERRY_MYSQL_EXTRA_ARGS:=}"             # extra mariadbd/mysqld arguments (e.g. TLS for benchmarks)
 : "${FERRY_MYSQL_FLAVOR:=mariadb}"          # the stack's database: mariadb (Debian's) | mysql8 (8.0.33, install-mysql8.sh)
 : "${FERRY_MYSQL8_HOME:=$ROOT/target/mysql-8.0.33}"  # where install-mysql8.sh puts MySQL 8.0
+: "${FERRY_ACCESS_LOG:=$FERRY_RUN_DIR/logs/access.log}"  # Envoy's access log: JSON lines (README "Access log")
 : "${FERRY_WAIT_HEALTHY:=true}"             # stack.sh: return only once Envoy has seen the shims healthy (~1 s)
 : "${FERRY_MYSQL_DATABASE:=ferry}"          # dev database, user and password
 : "${FERRY_MYSQL_USER:=ferry}"
@@ -36,5 +38,5 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_VENV:=$ROOT/.venv}"
 : "${ENVOY:=$FERRY_VENV/bin/envoy}"
 export FERRY_RUN_DIR FERRY_HOST FERRY_PORT FERRY_ADMIN_HOST FERRY_ADMIN_PORT FERRY_SHIM_ADDR \
-  FERRY_SHIM_UNIX FERRY_SHIMS FERRY_SHIM2_ADDR FERRY_REPLICAS FERRY_REPLICA_SHIM_ADDR FERRY_REPLICA_MYSQL_PORT FERRY_REPLICA_MYSQL_SOCKET FERRY_SESSION_KEYS_FILE FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_MYSQL_FLAVOR FERRY_MYSQL8_HOME FERRY_WAIT_HEALTHY FERRY_EARLY_DATA FERRY_ENVOY_SCENARIO FERRY_CORS_ORIGINS FERRY_MYSQL_DATABASE \
+  FERRY_SHIM_UNIX FERRY_SHIMS FERRY_SHIM2_ADDR FERRY_REPLICAS FERRY_REPLICA_SHIM_ADDR FERRY_REPLICA_MYSQL_PORT FERRY_REPLICA_MYSQL_SOCKET FERRY_SESSION_KEYS_FILE FERRY_SHIM_USER FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT FERRY_MYSQL_SOCKET FERRY_MYSQL_EXTRA_ARGS FERRY_MYSQL_FLAVOR FERRY_MYSQL8_HOME FERRY_WAIT_HEALTHY FERRY_ACCESS_LOG FERRY_EARLY_DATA FERRY_ENVOY_SCENARIO FERRY_OTLP_ENDPOINT FERRY_CORS_ORIGINS FERRY_MYSQL_DATABASE \
   FERRY_MYSQL_USER FERRY_MYSQL_PASSWORD FERRY_WASM FERRY_SHIM_BIN FERRY_VENV ENVOY

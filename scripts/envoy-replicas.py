@@ -5,7 +5,9 @@
 import os, re, sys
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 s = open("envoy/ferry.yaml").read()
-head_end = s.index("admin:")
+# The body starts after ferry.yaml's leading comment block (its own header).
+head_end = next(i for i, line in enumerate(s.splitlines(keepends=True)) if not line.startswith("#"))
+head_end = sum(len(l) for l in s.splitlines(keepends=True)[:head_end])
 header = """# Ferry with a read replica ("a shim per target"): the gateway of ferry.yaml (same
 # listeners, filters, classification routes) in front of two shims, one per MySQL
 # target: the primary shim (FERRY_SHIM_ROLE=primary, FERRY_TRACK_GTID=1) on the

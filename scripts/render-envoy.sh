@@ -8,6 +8,11 @@ src="${1:?usage: render-envoy.sh envoy/<scenario>.yaml}"
 shim_host="${FERRY_SHIM_ADDR%:*}" shim_port="${FERRY_SHIM_ADDR##*:}"
 shim2_host="${FERRY_SHIM2_ADDR%:*}" shim2_port="${FERRY_SHIM2_ADDR##*:}"
 replica_host="${FERRY_REPLICA_SHIM_ADDR%:*}" replica_port="${FERRY_REPLICA_SHIM_ADDR##*:}"
+# The OTLP/gRPC collector of envoy/tracing.yaml: host:port of FERRY_OTLP_ENDPOINT
+# (http://host:port; unset: 127.0.0.1:4317).
+otlp="${FERRY_OTLP_ENDPOINT:-http://127.0.0.1:4317}"; otlp="${otlp#*://}"; otlp="${otlp%%/*}"
+[[ "$otlp" == *:* ]] || otlp="$otlp:4317"
+otlp_host="${otlp%:*}" otlp_port="${otlp##*:}"
 # CORS origins (envoy/browser.yaml): FERRY_CORS_ORIGINS, comma-separated, each exactly
 # scheme://host[:port] (no wildcard, no path) -> [{ exact: "..." }, ...]
 cors=""
@@ -24,11 +29,13 @@ sed -E \
   -e "/# FERRY_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim_host, port_value: $shim_port/" \
   -e "/# FERRY_SHIM2\$/s/ address: [^,]+, port_value: [0-9]+/ address: $shim2_host, port_value: $shim2_port/" \
   -e "/# FERRY_REPLICA_SHIM\$/s/ address: [^,]+, port_value: [0-9]+/ address: $replica_host, port_value: $replica_port/" \
+  -e "/# FERRY_OTLP\$/s/ address: [^,]+, port_value: [0-9]+/ address: $otlp_host, port_value: $otlp_port/" \
   -e "/# FERRY_ALTSVC\$/s/h3=\":[0-9]+\"/h3=\":$FERRY_PORT\"/" \
   -e "/# FERRY_CORS_ORIGINS\$/s#allow_origin_string_match: \[.*\]#allow_origin_string_match: [$cors]#" \
   -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \
   -e "/# FERRY_EARLY_DATA\$/s/enable_early_data: [a-z]+/enable_early_data: $FERRY_EARLY_DATA/" \
   -e "/# FERRY_TICKET\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ticket.key#" \
   -e "/# FERRY_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.key#" \
+  -e "/# FERRY_ACCESS_LOG\$/s#path: [^ }]+#path: $FERRY_ACCESS_LOG#" \
   -e "/# FERRY_WASM\$/s#filename: [^ }]+#filename: $FERRY_WASM#" \
   "$src"

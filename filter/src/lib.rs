@@ -89,6 +89,8 @@ struct Filter<H> {
     host: H,
     timing: adapter::Timing,
     metrics: Rc<RefCell<adapter::MetricIds>>,
+    /// The stream's metrics are recorded (once: at `on_done` or `on_log`).
+    counted: bool,
 }
 
 impl<H: Host> Filter<H> {
@@ -98,6 +100,7 @@ impl<H: Host> Filter<H> {
             host,
             timing: adapter::Timing::default(),
             metrics: Rc::default(),
+            counted: false,
         }
     }
 
@@ -123,7 +126,27 @@ impl<H: Host> Filter<H> {
     }
 }
 
-impl<H: Host> Context for Filter<H> {}
+impl<H: Host> Filter<H> {
+    /// Records the stream's metrics, once.
+    fn count(&mut self) {
+        if std::mem::replace(&mut self.counted, true) {
+            return;
+        }
+        match self.metrics.try_borrow_mut() {
+            Ok(mut ids) => adapter::on_log(&mut self.host, &self.exchange, &self.timing, &mut ids),
+            Err(_) => log::warn!("metrics: the id cache is busy"),
+        }
+    }
+}
+
+impl<H: Host> Context for Filter<H> {
+    /// Envoy 1.40 never calls `on_log` for an HTTP/3 stream (checked with a log line:
+    /// HTTP/2 streams get it, HTTP/3 ones do not), but every stream ends here.
+    fn on_done(&mut self) -> bool {
+        self.count();
+        true
+    }
+}
 
 impl<H: Host> HttpContext for Filter<H> {
     fn on_http_request_headers(&mut self, _num_headers: usize, end_of_stream: bool) -> Action {
@@ -169,9 +192,6 @@ impl<H: Host> HttpContext for Filter<H> {
     }
 
     fn on_log(&mut self) {
-        match self.metrics.try_borrow_mut() {
-            Ok(mut ids) => adapter::on_log(&mut self.host, &self.exchange, &self.timing, &mut ids),
-            Err(_) => log::warn!("metrics: the id cache is busy"),
-        }
+        self.count();
     }
 }

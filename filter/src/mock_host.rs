@@ -759,6 +759,12 @@ impl Stream {
         self.filter.on_log();
     }
 
+    /// Envoy's end of the stream (`proxy_on_done`): HTTP/3 streams get this and no
+    /// `on_log` (Envoy 1.40).
+    pub fn done(&mut self) -> bool {
+        proxy_wasm::traits::Context::on_done(&mut self.filter)
+    }
+
     /// Envoy sends the filter's local reply out through the filter's response
     /// callbacks: (headers action, body action if it has a body).
     pub fn local_reply_goes_out(&mut self) -> (Action, Option<Action>) {

@@ -1007,6 +1007,9 @@ fn each_call_counts_once_with_its_labels_and_the_ids_are_defined_once() {
         .unwrap()
         .to_owned();
     assert!(timing.starts_with("db;dur=0.25, gateway;dur="), "{timing}");
+    // Envoy ends the stream (`on_done`), then may log it (`on_log`, never for
+    // HTTP/3): the call counts once.
+    assert!(s.done());
     s.log();
     let series =
         ";rpc=Execute;protocol=connect;codec=json;http=h2;class=read;target=replica;code=ok";

@@ -35,6 +35,9 @@ pub const DEFAULT_DENY_USERS: &[&str] = &[
     "mysql.sys",
     "mysql.session",
     "mysql.infoschema",
+    // The replication account of Ferry's own stacks (scripts/stack.sh, compose): it
+    // can read every change from the binary log.
+    "ferry_repl",
 ];
 
 /// Plugins that authenticate by proving the client knows the account's password.

@@ -98,6 +98,11 @@ pub struct Config {
     /// `FERRY_READ_AFTER_WRITE_WAIT_MS` (500): how long a replica waits to reach a
     /// session's GTID before answering 503 (the read then goes to the primary).
     pub read_after_write_wait: Duration,
+    /// `FERRY_OTLP_ENDPOINT` (unset: no tracing): an OTLP/gRPC collector,
+    /// `http://host:port`, that gets the shim's spans (trace.rs).
+    pub otlp_endpoint: Option<String>,
+    /// `FERRY_TRACE_SQL` (off): spans carry the statement's text (`db.query.text`).
+    pub trace_sql: bool,
 }
 
 impl Config {
@@ -183,6 +188,20 @@ impl Config {
             Some("true" | "1" | "yes" | "on") => true,
             Some(v) => return Err(format!("FERRY_TRACK_GTID={v:?} is not true or false")),
         };
+        let otlp_endpoint = var("FERRY_OTLP_ENDPOINT");
+        if let Some(e) = &otlp_endpoint {
+            // Plain gRPC only (a collector next to the shim): no TLS is built in.
+            if !e.starts_with("http://") {
+                return Err(format!(
+                    "FERRY_OTLP_ENDPOINT={e:?} is not an http://host:port OTLP/gRPC endpoint"
+                ));
+            }
+        }
+        let trace_sql = match var("FERRY_TRACE_SQL").as_deref() {
+            None | Some("false" | "0" | "no" | "off") => false,
+            Some("true" | "1" | "yes" | "on") => true,
+            Some(v) => return Err(format!("FERRY_TRACE_SQL={v:?} is not true or false")),
+        };
         let listen = match var("FERRY_SHIM_ADDR") {
             None => SocketAddr::from(([127, 0, 0, 1], 8081)),
             Some(v) => v
@@ -228,6 +247,8 @@ impl Config {
                 "FERRY_READ_AFTER_WRITE_WAIT_MS",
                 500,
             )?),
+            otlp_endpoint,
+            trace_sql,
         })
     }
 }
@@ -329,6 +350,21 @@ mod tests {
             Config::from_lookup(|n| (n == "FERRY_TRACK_GTID").then(|| "maybe".into())).is_err()
         );
         assert!(Config::from_lookup(|n| (n == "FERRY_POOL_MAX").then(|| "0".to_string())).is_err());
+        assert_eq!((c.otlp_endpoint, c.trace_sql), (None, false));
+        let env = |name: &str| match name {
+            "FERRY_OTLP_ENDPOINT" => Some("http://127.0.0.1:4317".to_string()),
+            "FERRY_TRACE_SQL" => Some("1".to_string()),
+            _ => None,
+        };
+        let c = Config::from_lookup(env).unwrap();
+        assert_eq!(
+            (c.otlp_endpoint.as_deref(), c.trace_sql),
+            (Some("http://127.0.0.1:4317"), true)
+        );
+        assert!(Config::from_lookup(
+            |n| (n == "FERRY_OTLP_ENDPOINT").then(|| "127.0.0.1:4317".to_string())
+        )
+        .is_err());
         assert!(
             Config::from_lookup(|n| (n == "FERRY_SHIM_ADDR").then(|| "nope".to_string())).is_err()
         );

@@ -57,6 +57,7 @@ use crate::server::App;
 use crate::session::{retire, Ended, PinError, PinState};
 use crate::sink::{Gone, Sink};
 use crate::statement::{classify, first_keyword, Verdict};
+use crate::trace::{Statement, Trace};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionResponse, ExecuteRequest,
@@ -353,6 +354,13 @@ impl Ready {
         }
     }
 
+    /// Tells the statement's span how it got here: `asked` is when start()
+    /// was called (what it took, less a replica's wait, is the connection's).
+    pub fn traced(&self, span: &mut Statement, asked: Instant, role: ShimRole) {
+        let pinned = matches!(self.source, Source::Pinned { .. });
+        span.connected(asked.elapsed(), self.waited, pinned, role);
+    }
+
     /// Gives the connection back when nothing ran on it that could leave
     /// state (Prepare): a pooled one without a reset, a pin as it was.
     pub fn release_clean(self) {
@@ -442,18 +450,35 @@ impl From<Gone> for Fail {
     }
 }
 
-/// Execute: one statement, one answer.
+/// Execute: one statement, one answer (and its span, when traced).
 pub async fn execute(
     app: &App,
     creds: &Credentials,
     req: ExecuteRequest,
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
+    trace: &Trace,
 ) -> Result<ExecuteResponse, ConnectError> {
+    let mut span = trace.statement(&req.query);
+    let answer = execute_spanned(app, creds, req, deadline, watch, &mut span).await;
+    span.finish(answer.as_ref(), None);
+    answer
+}
+
+async fn execute_spanned(
+    app: &App,
+    creds: &Credentials,
+    req: ExecuteRequest,
+    deadline: Deadline,
+    watch: Option<mpsc::Sender<Bytes>>,
+    span: &mut Statement,
+) -> Result<ExecuteResponse, ConnectError> {
+    let asked = Instant::now();
     let ready = match deadline.within(start(app, creds, req)).await?? {
         Start::Answered(resp) => return Ok(resp),
         Start::Run(ready) => ready,
     };
+    ready.traced(span, asked, app.role);
     let mut sink = Sink::collect(app.result_limits);
     run(app, creds, ready, &mut sink, &Stop::unary(deadline, watch)).await
 }
@@ -571,10 +596,12 @@ fn may_have_committed(sql: &str, in_txn: bool) -> bool {
 async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
     match gtid::position(conn).await {
         Ok(Some(pos)) => {
-            out.base
+            let flavour = gtid::Flavour::of(conn.server_version());
+            let raw = out
+                .base
                 .read_after_write
-                .get_or_insert_with(Default::default)
-                .read_after_write_gtid = pos;
+                .get_or_insert_with(Default::default);
+            raw.read_after_write_gtid = gtid::merge(flavour, &raw.read_after_write_gtid, &pos);
         }
         Ok(None) => {}
         Err(e) => crate::log!(

@@ -88,6 +88,40 @@ pub async fn position(conn: &mut Conn) -> Result<Option<String>, mysql_async::Er
     Ok(pos.flatten().filter(|p| valid(p)))
 }
 
+/// The position a session carries after a write at `new`, when it carried `old`.
+///
+/// MariaDB's `@@last_gtid` is the last write *of the connection*, and pooled
+/// connections are shared: after a statement that wrote nothing it can be
+/// another session's older write. So positions merge per replication domain,
+/// keeping the higher sequence number, and a session's position never moves
+/// back. MySQL's `gtid_executed` is the server's whole set: always the newer.
+pub fn merge(flavour: Flavour, old: &str, new: &str) -> String {
+    if flavour == Flavour::Mysql || old.trim().is_empty() {
+        return new.to_owned();
+    }
+    let mut by_domain: std::collections::BTreeMap<u32, (u64, &str)> = Default::default();
+    for gtid in old.split(',').chain(new.split(',')).map(str::trim) {
+        let mut parts = gtid.split('-');
+        let (Some(domain), Some(_server), Some(seq), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return new.to_owned();
+        };
+        let (Ok(domain), Ok(seq)) = (domain.parse::<u32>(), seq.parse::<u64>()) else {
+            return new.to_owned();
+        };
+        let entry = by_domain.entry(domain).or_insert((seq, gtid));
+        if seq > entry.0 {
+            *entry = (seq, gtid);
+        }
+    }
+    by_domain
+        .values()
+        .map(|(_, gtid)| *gtid)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Why a replica could not confirm a position.
 #[derive(Debug)]
 pub enum WaitError {
@@ -121,6 +155,20 @@ pub async fn wait_for(conn: &mut Conn, gtid: &str, wait: Duration) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sessions_position_never_moves_back() {
+        let m = |old, new| merge(Flavour::MariaDb, old, new);
+        assert_eq!(m("", "0-1-42"), "0-1-42");
+        assert_eq!(m("0-1-42", "0-1-43"), "0-1-43");
+        // Another session's older write, read off a shared pooled connection.
+        assert_eq!(m("0-1-42", "0-1-7"), "0-1-42");
+        assert_eq!(m("0-1-42,1-1-5", "1-1-9"), "0-1-42,1-1-9");
+        assert_eq!(m("1-1-5", "0-1-3"), "0-1-3,1-1-5");
+        // Not MariaDB's form: the new one, as read.
+        assert_eq!(m("0-1-42", "junk"), "junk");
+        assert_eq!(merge(Flavour::Mysql, "u:1-5", "u:1-3"), "u:1-3");
+    }
 
     #[test]
     fn flavours_come_from_the_version() {

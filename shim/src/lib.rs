@@ -33,4 +33,5 @@ pub mod session;
 pub mod sink;
 pub use ferry_wire::statement;
 pub mod stream;
+pub mod trace;
 pub mod type_map;

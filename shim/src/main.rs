@@ -4,6 +4,7 @@ use ferry_shim::config::Config;
 use ferry_shim::log::{self, Level};
 use ferry_shim::seal::Sealer;
 use ferry_shim::server::{self, App};
+use ferry_shim::trace::Tracing;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -57,7 +58,25 @@ async fn run(cfg: Config) -> Result<(), String> {
             Sealer::ephemeral(cfg.sessions.ttl)
         }
     };
-    let app = Arc::new(App::new(&cfg, sealer.with_holder(&cfg.advertise)));
+    let mut app = App::new(&cfg, sealer.with_holder(&cfg.advertise));
+    // Tracing (trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
+    if let Some(endpoint) = &cfg.otlp_endpoint {
+        let instance = ferry_shim::seal::hex(&app.instance);
+        app.tracing = Some(Tracing::start(
+            endpoint,
+            cfg.trace_sql,
+            cfg.role,
+            &instance,
+        )?);
+        ferry_shim::log!(
+            Level::Info,
+            "tracing",
+            otlp_endpoint = endpoint,
+            sql_text = cfg.trace_sql
+        );
+    }
+    let tracing = app.tracing.clone();
+    let app = Arc::new(app);
     let pin_sweeper = tokio::spawn({
         let app = app.clone();
         async move {
@@ -93,6 +112,10 @@ async fn run(cfg: Config) -> Result<(), String> {
     server::serve(app, tcp, unix, shutdown_signal()).await;
     sweeper.abort();
     pin_sweeper.abort();
+    if let Some(tracing) = tracing {
+        // The spans still batched; the exporter needs the runtime, so not on it.
+        let _ = tokio::task::spawn_blocking(move || tracing.shutdown()).await;
+    }
     if let Some(path) = &cfg.unix_listen {
         let _ = std::fs::remove_file(path);
     }

@@ -224,6 +224,10 @@ impl Pools {
 
     /// Admits a pending pool, evicting the least recently used one if full.
     fn promote(&self, key: &Key, id: u64) {
+        // An admitted user's counters exist from 0 on, so they are scraped (and rate()
+        // works) before their first event.
+        self.metrics.wait_timeouts.with_label_values(&[&key.user]);
+        self.metrics.connect_errors.with_label_values(&[&key.user]);
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         // Another request may have promoted or forgotten it already.
         if state.pending.get(key).is_none_or(|e| e.id != id) {

@@ -12,6 +12,9 @@
 //! StreamExecute has none: its headers leave before the statement runs.
 //! `GET /healthz` (health.rs) and `GET /metrics` (metrics.rs) are served on
 //! the same listener; Envoy's routes never send clients there.
+//!
+//! With tracing on (`FERRY_OTLP_ENDPOINT`, trace.rs), each RPC gets a span that
+//! continues the request's `traceparent`, and its statement one of its own.
 use crate::auth::{self, Credentials};
 use crate::column_types::ColumnTypes;
 use crate::config::Config;
@@ -28,6 +31,7 @@ use crate::seal::Sealer;
 use crate::session::Pins;
 use crate::sink::ChunkPolicy;
 use crate::stream::{self, StreamBody};
+use crate::trace::{Trace, Tracing};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CreateSessionRequest, ExecuteRequest, PrepareRequest,
@@ -73,6 +77,8 @@ pub struct App {
     /// `FERRY_READ_AFTER_WRITE_WAIT_MS`: a replica's longest wait for one.
     pub read_after_write_wait: Duration,
     pub metrics: Metrics,
+    /// Spans to an OTLP collector (`FERRY_OTLP_ENDPOINT`; trace.rs); `None`: off.
+    pub tracing: Option<Tracing>,
 }
 
 impl App {
@@ -97,6 +103,7 @@ impl App {
             stream_chunks: cfg.stream_chunks,
             column_types: ColumnTypes::new(cfg.column_type_cache, cfg.column_type_ttl),
             auth_failure_delay: cfg.auth_failure_delay,
+            tracing: None,
         }
     }
 }
@@ -128,16 +135,19 @@ pub async fn handle(
     }
     let arrived = tokio::time::Instant::now();
     let path = req.uri().path().to_owned();
-    let mut user = String::new();
-    let answer = rpc(&app, req, arrived, &mut user).await;
     let rpc_name = Rpc::from_path(&path).map_or("unknown", Rpc::name);
-    match &answer {
-        Ok(resp) => app.metrics.request(
-            rpc_name,
-            resp.extensions().get::<Outcome>().map_or("ok", |o| o.0),
-        ),
-        Err(e) => app.metrics.request(rpc_name, e.name()),
-    }
+    // The RPC's span (ends when the last clone goes: here, or at a stream's end).
+    let trace = match &app.tracing {
+        Some(t) => t.rpc(req.headers(), rpc_name),
+        None => Trace::off(),
+    };
+    let mut user = String::new();
+    let answer = rpc(&app, req, arrived, &mut user, &trace).await;
+    let code = match &answer {
+        Ok(resp) => resp.extensions().get::<Outcome>().map_or("ok", |o| o.0),
+        Err(e) => e.name(),
+    };
+    app.metrics.request(rpc_name, code);
     if answer
         .as_ref()
         .is_err_and(|e| e.code == Code::Unauthenticated)
@@ -171,6 +181,7 @@ pub async fn handle(
         resp.headers_mut().insert("ferry-shim-instance", v);
     }
     resp.headers_mut().insert(role::TARGET_HEADER, target);
+    trace.answered(code, resp.status().as_u16());
     Ok(resp)
 }
 
@@ -179,6 +190,7 @@ async fn rpc(
     req: Request<Incoming>,
     arrived: tokio::time::Instant,
     user: &mut String,
+    trace: &Trace,
 ) -> Result<Response<ShimBody>, ConnectError> {
     let path = req.uri().path();
     let Some(rpc) = Rpc::from_path(path) else {
@@ -209,7 +221,7 @@ async fn rpc(
         Rpc::CreateSession | Rpc::CloseSession | Rpc::Prepare => Deadline::NONE,
     };
     let body = read_body(req, app.max_request_bytes).await?;
-    dispatch(app, rpc, creds, body, deadline).await
+    dispatch(app, rpc, creds, body, deadline, trace).await
 }
 
 async fn dispatch(
@@ -218,6 +230,7 @@ async fn dispatch(
     creds: Credentials,
     body: Bytes,
     deadline: Deadline,
+    trace: &Trace,
 ) -> Result<Response<ShimBody>, ConnectError> {
     let bad = |e: prost::DecodeError| {
         ConnectError::new(
@@ -236,9 +249,9 @@ async fn dispatch(
             // the shim does), hyper drops this future, `alive` with it, and the
             // statement is stopped in MySQL (KILL QUERY) instead of running on.
             let (watch, alive) = tokio::sync::mpsc::channel(1);
-            let (app, creds) = (app.clone(), creds.clone());
+            let (app, creds, trace) = (app.clone(), creds.clone(), trace.clone());
             let answer = tokio::spawn(async move {
-                execute::execute(&app, &creds, req, deadline, Some(watch)).await
+                execute::execute(&app, &creds, req, deadline, Some(watch), &trace).await
             })
             .await
             .map_err(|e| {
@@ -254,7 +267,7 @@ async fn dispatch(
         }
         Rpc::StreamExecute => {
             let req = ExecuteRequest::decode(body).map_err(bad)?;
-            stream::stream_execute(app.clone(), creds.clone(), req, deadline)
+            stream::stream_execute(app.clone(), creds.clone(), req, deadline, trace)
                 .await?
                 .map(Either::Right)
         }

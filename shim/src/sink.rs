@@ -73,6 +73,14 @@ impl Sink {
         }
     }
 
+    /// Rows a stream has taken so far (sent, or held for its next chunk).
+    pub fn rows_sent(&self) -> u64 {
+        match self {
+            Sink::Collect(_) => 0,
+            Sink::Chunks(c) => c.rows,
+        }
+    }
+
     /// Whether the answer's fields already went out (in a stream's first message).
     pub fn sent_columns(&self) -> bool {
         matches!(self, Sink::Chunks(c) if c.sent_columns)
@@ -108,6 +116,8 @@ pub struct Chunks {
     held: Vec<Row>,
     held_bytes: usize,
     sent_columns: bool,
+    /// Rows taken, for the statement's span.
+    rows: u64,
 }
 
 impl Chunks {
@@ -118,6 +128,7 @@ impl Chunks {
             held: Vec::new(),
             held_bytes: 0,
             sent_columns: false,
+            rows: 0,
         }
     }
 
@@ -147,6 +158,7 @@ impl Chunks {
         }
         self.held.push(row);
         self.held_bytes += size;
+        self.rows += 1;
         if self.policy.full(self.held.len(), self.held_bytes) {
             self.flush().await?;
         }

@@ -29,6 +29,7 @@ use crate::envelope;
 use crate::execute::{self, Start, Stop};
 use crate::server::App;
 use crate::sink::{Chunks, Gone, Sink};
+use crate::trace::{Statement, Trace};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use http::header::{HeaderValue, CONTENT_TYPE};
@@ -45,15 +46,30 @@ use tokio::sync::mpsc;
 const BUFFERED: usize = 4;
 
 /// Starts the statement; `Err` is an answer before the stream starts.
+/// The statement's span (when traced) ends with the stream, and so does the
+/// RPC's: `trace` goes along with the statement's task.
 pub async fn stream_execute(
     app: Arc<App>,
     creds: Credentials,
     req: ExecuteRequest,
     deadline: Deadline,
+    trace: &Trace,
 ) -> Result<Response<StreamBody>, ConnectError> {
-    let start = deadline.within(execute::start(&app, &creds, req)).await??;
+    let mut span = trace.statement(&req.query);
+    let asked = std::time::Instant::now();
+    let start = match deadline.within(execute::start(&app, &creds, req)).await {
+        Ok(Ok(start)) => start,
+        Ok(Err(e)) | Err(e) => {
+            span.finish(Err(&e), None);
+            return Err(e);
+        }
+    };
+    if let Start::Run(ready) = &start {
+        ready.traced(&mut span, asked, app.role);
+    }
     let (tx, rx) = mpsc::channel(BUFFERED);
-    tokio::spawn(produce(app, creds, start, tx, deadline));
+    let traced = (span, trace.clone());
+    tokio::spawn(produce(app, creds, start, tx, deadline, traced));
     let mut resp = Response::new(StreamBody { rx });
     resp.headers_mut().insert(
         CONTENT_TYPE,
@@ -68,6 +84,7 @@ async fn produce(
     start: Start,
     tx: mpsc::Sender<Bytes>,
     deadline: Deadline,
+    (span, _rpc): (Statement, Trace),
 ) {
     let mut sink = Sink::Chunks(Chunks::new(tx.clone(), app.stream_chunks));
     let (last, error) = match start {
@@ -81,7 +98,7 @@ async fn produce(
             match execute::run(&app, &creds, ready, &mut sink, &stop).await {
                 Ok(resp) => (resp, None),
                 // Nobody to tell; the statement was stopped.
-                Err(_) if tx.is_closed() => return,
+                Err(_) if tx.is_closed() => return span.failed("canceled"),
                 Err(e) => (
                     ExecuteResponse {
                         session: Some(as_is),
@@ -92,6 +109,10 @@ async fn produce(
             }
         }
     };
+    match &error {
+        Some(e) => span.finish(Err(e), Some(sink.rows_sent())),
+        None => span.finish(Ok(&last), Some(sink.rows_sent())),
+    }
     let _ = finish(&tx, last, sink.sent_columns(), error.as_ref()).await;
 }
 

@@ -15,6 +15,8 @@
 //! | `compression.level` | `"fastest"` | `"fastest"` or `"default"` (gzip -1 or -6; zstd has only its fastest level here) |
 //! | `compression.envoy` | `[]` | codecs Envoy's own compressor filters (placed before this filter) apply to Connect unary answers; see below |
 //!
+//! The same keys as Envoy YAML, with their defaults: README.md, "The filter's settings".
+//!
 //! `compression.envoy`: a Connect unary answer is a plain HTTP body, which Envoy's
 //! `envoy.filters.http.compressor` compresses natively (C zstd and zlib: about 3× the
 //! speed of our in-VM zstd, and tighter). When the client accepts one of these codecs,

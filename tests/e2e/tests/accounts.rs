@@ -193,6 +193,13 @@ async fn root_and_the_deny_list_are_never_served() {
         "CREATE OR REPLACE USER 'mysql'@'localhost' IDENTIFIED BY 'mysql-pw-1'; \
          CREATE OR REPLACE USER 'mysql'@'127.0.0.1' IDENTIFIED BY 'mysql-pw-1'",
     );
+    // Ferry's own replication account (it reads every change from the binary log).
+    mariadb_root(
+        "CREATE OR REPLACE USER 'ferry_repl'@'localhost' IDENTIFIED BY 'mysql-pw-1'; \
+         CREATE OR REPLACE USER 'ferry_repl'@'127.0.0.1' IDENTIFIED BY 'mysql-pw-1'; \
+         GRANT REPLICATION SLAVE ON *.* TO 'ferry_repl'@'localhost'; \
+         GRANT REPLICATION SLAVE ON *.* TO 'ferry_repl'@'127.0.0.1'",
+    );
     for (name, gw) in gateways() {
         for t in [Transport::H2, Transport::H3] {
             let (a, took) = current_user(&gw, t, &basic_auth("root", "")).await;
@@ -213,6 +220,7 @@ async fn root_and_the_deny_list_are_never_served() {
             "mysql.sys",
             "mysql.session",
             "mysql.infoschema",
+            "ferry_repl",
         ] {
             for pw in [root_pw.as_str(), "mysql-pw-1", "x"] {
                 let (a, took) = current_user(&gw, Transport::H2, &basic_auth(user, pw)).await;
@@ -222,6 +230,7 @@ async fn root_and_the_deny_list_are_never_served() {
         }
     }
     mariadb_root("DROP USER 'mysql'@'localhost'; DROP USER 'mysql'@'127.0.0.1'");
+    mariadb_root("DROP USER 'ferry_repl'@'localhost'; DROP USER 'ferry_repl'@'127.0.0.1'");
 }
 
 #[tokio::test]
