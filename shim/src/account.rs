@@ -13,7 +13,13 @@
 //!    and every authentication method of that account (`SHOW CREATE USER
 //!    CURRENT_USER()`, which any account may run for itself) must be a
 //!    password-proving plugin. MariaDB tries an account's methods in turn, so
-//!    `mysql_native_password ... OR unix_socket` is refused too.
+//!    `mysql_native_password ... OR unix_socket` is refused too;
+//! 3. and the account holds no privilege on every database (`ON *.*` in `SHOW
+//!    GRANTS FOR CURRENT_USER()`, anything but `USAGE`): such an account is an
+//!    administrator's (SUPER, PROCESS, FILE, REPLICATION..., or SELECT on
+//!    `mysql.*` through `*.*`), not an application's, and is not served unless
+//!    `FERRY_SERVE_GLOBAL_PRIVILEGES=true`. Privileges that come through a role
+//!    are not seen (a role's grants are not the account's own lines).
 //!
 //! Every refusal reads the same to the client ([`AUTH_FAILED`]) and is answered
 //! no sooner than the configured delay (server.rs), so the gateway is no
@@ -57,6 +63,8 @@ pub struct AccountPolicy {
     pub password_plugins: Vec<String>,
     /// `FERRY_VERIFY_ACCOUNT` (true): run step 2 above.
     pub verify_account: bool,
+    /// `FERRY_SERVE_GLOBAL_PRIVILEGES` (false): serve accounts with privileges `ON *.*`.
+    pub serve_global_privileges: bool,
 }
 
 impl Default for AccountPolicy {
@@ -68,6 +76,7 @@ impl Default for AccountPolicy {
                 .map(|s| s.to_string())
                 .collect(),
             verify_account: true,
+            serve_global_privileges: false,
         }
     }
 }
@@ -80,6 +89,8 @@ pub enum Refusal {
     /// The login ended up as another account (anonymous or proxied).
     OtherAccount(String),
     NotPasswordProving(Vec<String>),
+    /// The account holds these privileges on every database.
+    GlobalPrivileges(Vec<String>),
     /// The account could not be inspected; refused rather than trusted.
     Unverifiable(String),
 }
@@ -94,6 +105,11 @@ impl std::fmt::Display for Refusal {
                 f,
                 "the account authenticates with {} (not all in FERRY_PASSWORD_PLUGINS): the password would not be what lets it in",
                 p.join(" OR ")
+            ),
+            Refusal::GlobalPrivileges(p) => write!(
+                f,
+                "the account holds {} ON *.*: an administrative account, not served (FERRY_SERVE_GLOBAL_PRIVILEGES)",
+                p.join(", ")
             ),
             Refusal::Unverifiable(e) => write!(
                 f,
@@ -157,7 +173,24 @@ impl AccountPolicy {
             ))
         })?;
         self.check_plugins(&String::from_utf8_lossy(&create_user))
-            .map_err(VerifyError::Refused)
+            .map_err(VerifyError::Refused)?;
+        if self.serve_global_privileges {
+            return Ok(());
+        }
+        // Bytes again: MariaDB prints the password hash in the USAGE line.
+        let grants: Vec<Vec<u8>> = conn
+            .query("SHOW GRANTS FOR CURRENT_USER()")
+            .await
+            .map_err(sql_refusal)?;
+        let global: Vec<String> = grants
+            .iter()
+            .flat_map(|line| global_privileges(&String::from_utf8_lossy(line)))
+            .collect();
+        if global.is_empty() {
+            Ok(())
+        } else {
+            Err(VerifyError::Refused(Refusal::GlobalPrivileges(global)))
+        }
     }
 
     /// `CURRENT_USER()` is `user@host`; the user part must be the one asked for.
@@ -185,9 +218,65 @@ impl AccountPolicy {
     }
 }
 
+/// The privileges one `SHOW GRANTS` line gives on every database (`ON *.*`),
+/// `USAGE` (none) left out, `GRANT OPTION` included; empty for any other line
+/// (a database, table or routine grant, a role, `PROXY`).
+fn global_privileges(line: &str) -> Vec<String> {
+    let Some(rest) = line.trim().strip_prefix("GRANT ") else {
+        return Vec::new();
+    };
+    let Some((privileges, after)) = rest.split_once(" ON *.* TO ") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = privileges
+        .split(',')
+        .map(|p| p.trim().to_ascii_uppercase())
+        .filter(|p| !p.is_empty() && p != "USAGE")
+        .collect();
+    if after.trim_end().ends_with("WITH GRANT OPTION") {
+        out.push("GRANT OPTION".into());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn global_privileges_come_from_on_star_star_lines() {
+        // As MariaDB 10.11 and MySQL 8.0 print them.
+        for (line, want) in [
+            (
+                "GRANT USAGE ON *.* TO `ferry`@`localhost` IDENTIFIED BY PASSWORD '*A4B6157319038724E3560894F7F932C8886EBFCF'",
+                vec![],
+            ),
+            ("GRANT ALL PRIVILEGES ON `ferry`.* TO `ferry`@`localhost`", vec![]),
+            ("GRANT SELECT (`a`, `b`) ON `ferry`.`t` TO `u`@`%`", vec![]),
+            ("GRANT `app_role` TO `u`@`%`", vec![]),
+            ("GRANT PROXY ON ''@'%' TO 'u'@'%'", vec![]),
+            ("GRANT USAGE ON *.* TO `ferry`@`localhost`", vec![]),
+            (
+                "GRANT REPLICATION SLAVE ON *.* TO `ferry_repl`@`127.0.0.1` IDENTIFIED BY PASSWORD '*X'",
+                vec!["REPLICATION SLAVE"],
+            ),
+            ("GRANT PROCESS, SELECT ON *.* TO `ops`@`%`", vec!["PROCESS", "SELECT"]),
+            (
+                "GRANT ALL PRIVILEGES ON *.* TO `root`@`localhost` IDENTIFIED VIA mysql_native_password USING 'invalid' OR unix_socket WITH GRANT OPTION",
+                vec!["ALL PRIVILEGES", "GRANT OPTION"],
+            ),
+            (
+                "GRANT BACKUP_ADMIN,CONNECTION_ADMIN ON *.* TO `admin`@`%`",
+                vec!["BACKUP_ADMIN", "CONNECTION_ADMIN"],
+            ),
+            (
+                "GRANT USAGE ON *.* TO `u`@`%` WITH GRANT OPTION",
+                vec!["GRANT OPTION"],
+            ),
+        ] {
+            assert_eq!(global_privileges(line), want, "{line}");
+        }
+    }
 
     fn creds(user: &str, password: &str) -> Credentials {
         Credentials {

@@ -161,6 +161,15 @@ impl Config {
             Some("false" | "0" | "no") => false,
             Some(v) => return Err(format!("FERRY_VERIFY_ACCOUNT={v:?} is not true or false")),
         };
+        let serve_global_privileges = match var("FERRY_SERVE_GLOBAL_PRIVILEGES").as_deref() {
+            None | Some("false" | "0" | "no") => false,
+            Some("true" | "1" | "yes") => true,
+            Some(v) => {
+                return Err(format!(
+                    "FERRY_SERVE_GLOBAL_PRIVILEGES={v:?} is not true or false"
+                ))
+            }
+        };
         let account = AccountPolicy {
             deny_users: list("FERRY_DENY_USERS", crate::account::DEFAULT_DENY_USERS),
             password_plugins: list(
@@ -171,6 +180,7 @@ impl Config {
             .map(|p| p.to_ascii_lowercase())
             .collect(),
             verify_account,
+            serve_global_privileges,
         };
         let log_level = match var("FERRY_LOG") {
             None => Level::Info,
@@ -316,9 +326,11 @@ mod tests {
             "FERRY_DENY_USERS" => Some(" admin, ,ops ".to_string()),
             "FERRY_PASSWORD_PLUGINS" => Some("ED25519".to_string()),
             "FERRY_VERIFY_ACCOUNT" => Some("false".to_string()),
+            "FERRY_SERVE_GLOBAL_PRIVILEGES" => Some("true".to_string()),
             _ => None,
         };
         let c = Config::from_lookup(env).unwrap();
+        assert!(c.account.serve_global_privileges);
         assert_eq!(c.account.deny_users, ["admin", "ops"]);
         assert_eq!(c.account.password_plugins, ["ed25519"]);
         assert!(!c.account.verify_account);

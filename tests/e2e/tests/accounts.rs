@@ -270,6 +270,56 @@ async fn a_password_account_works_over_the_socket_and_over_tcp() {
 }
 
 #[tokio::test]
+async fn accounts_with_privileges_on_every_database_are_not_served() {
+    // Password accounts, not on the deny-list, that MySQL lets in: an administrator's
+    // (a global privilege) is refused with its right password; the same account with
+    // the privileges of one database is served.
+    let db = cfg().database;
+    let u = unique("adm");
+    for host in ["localhost", "127.0.0.1"] {
+        mariadb_root(&format!(
+            "CREATE OR REPLACE USER '{u}'@'{host}' IDENTIFIED BY 'adm-pw-1'; \
+             GRANT ALL PRIVILEGES ON `{db}`.* TO '{u}'@'{host}'"
+        ));
+    }
+    let auth = basic_auth(&u, "adm-pw-1");
+    for (name, gw) in gateways() {
+        let (a, _) = current_user(&gw, Transport::H2, &auth).await;
+        assert_eq!(
+            a.status,
+            200,
+            "{name}: {:?}",
+            String::from_utf8_lossy(&a.body)
+        );
+    }
+    for grant in ["PROCESS", "SELECT", "REPLICATION SLAVE"] {
+        // A new user name per grant: the gateway checks an account when it first
+        // admits its credential.
+        let v = format!("{u}_{}", grant.len());
+        for host in ["localhost", "127.0.0.1"] {
+            mariadb_root(&format!(
+                "CREATE OR REPLACE USER '{v}'@'{host}' IDENTIFIED BY 'adm-pw-1'; \
+                 GRANT ALL PRIVILEGES ON `{db}`.* TO '{v}'@'{host}'; \
+                 GRANT {grant} ON *.* TO '{v}'@'{host}'"
+            ));
+        }
+        for (name, gw) in gateways() {
+            for t in [Transport::H2, Transport::H3] {
+                let (a, took) = current_user(&gw, t, &basic_auth(&v, "adm-pw-1")).await;
+                let msg = assert_refused(&a, took, &format!("{grant} ON *.* via {name} {t:?}"));
+                assert_eq!(msg, the_one_refusal());
+            }
+        }
+        for host in ["localhost", "127.0.0.1"] {
+            mariadb_root(&format!("DROP USER '{v}'@'{host}'"));
+        }
+    }
+    for host in ["localhost", "127.0.0.1"] {
+        mariadb_root(&format!("DROP USER '{u}'@'{host}'"));
+    }
+}
+
+#[tokio::test]
 async fn every_refusal_looks_the_same() {
     let cfg = cfg();
     let socket_user = format!("sock_{}", unique("u"));
