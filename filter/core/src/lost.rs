@@ -14,6 +14,10 @@
 //! `CloseSession` succeeds.
 //! gRPC clients get status ABORTED: Envoy's local replies to gRPC requests carry no
 //! body, so no message can be sent.
+//! A "rolled back" is true only if nothing could have committed: when Envoy says the
+//! shim went away after the request may have reached it, a COMMIT (or, outside a
+//! transaction, any statement but a plain read) gets `unknown` "may or may not have
+//! been committed" instead, in the same shapes.
 
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, ExecuteRequest, ExecuteResponse, PrepareRequest,
@@ -22,7 +26,8 @@ use ferry_proto::psdb::v1alpha1::{
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code as VtCode, RpcError};
-use ferry_wire::statement::is_plain_rollback;
+use ferry_wire::replay::replay_safe;
+use ferry_wire::statement::{first_keyword, is_plain_rollback};
 use prost::Message;
 
 use crate::affinity;
@@ -106,6 +111,8 @@ pub const UNKNOWN_OUTCOME: &str = "the gateway lost the database connection whil
 pub const NOT_APPLIED: &str =
     "the gateway could not reach the database: this statement was not applied";
 /// The message of a read no database answered (after Envoy's retries).
+/// The message of a pinned statement that may have committed when its shim went away.
+pub const UNKNOWN_COMMIT: &str = "the shim holding this session went away while this statement ran: it may or may not have been committed; the session's connection is gone (check, then start a new transaction)";
 pub const READ_FAILED: &str =
     "the gateway could not get this read answered by any database (retried where safe): nothing was changed";
 
@@ -129,6 +136,11 @@ pub enum Pinned {
         // Boxed: a vitess session is large, and this rides in every pinned call.
         session: Option<Box<Session>>,
         plain_rollback: bool,
+        /// It could make something durable: a COMMIT, or outside a transaction a
+        /// statement that is not a plain read (autocommit).
+        may_commit: bool,
+        /// Its shim went away after it may have received it ([`Pinned::unknown`]).
+        outcome_unknown: bool,
     },
     Prepare {
         session: Option<Box<Session>>,
@@ -146,8 +158,20 @@ impl Pinned {
         match rpc {
             "Execute" => {
                 let r = ExecuteRequest::decode(message).ok()?;
+                let in_transaction = r
+                    .session
+                    .as_ref()
+                    .and_then(|s| s.vitess_session.as_ref())
+                    .is_some_and(|v| v.in_transaction);
+                let may_commit = if in_transaction {
+                    first_keyword(&r.query) == "COMMIT"
+                } else {
+                    !replay_safe(&r.query)
+                };
                 Some(Pinned::Execute {
                     plain_rollback: is_plain_rollback(&r.query),
+                    may_commit,
+                    outcome_unknown: false,
                     session: r.session.map(Box::new),
                 })
             }
@@ -162,6 +186,33 @@ impl Pinned {
                 Some(Pinned::CloseSession)
             }
             _ => None,
+        }
+    }
+
+    /// Envoy says the request may have reached the shim before it went away
+    /// (`reached`): a statement that could have committed gets `unknown`, not
+    /// "rolled back".
+    pub fn unknown(&mut self, reached: Option<Reached>) {
+        if let Pinned::Execute {
+            may_commit: true,
+            plain_rollback: false,
+            outcome_unknown,
+            ..
+        } = self
+        {
+            *outcome_unknown = reached == Some(Reached::Maybe);
+        }
+    }
+
+    /// The code and message of its error: `aborted` "transaction lost", or
+    /// `unknown` for a statement that may have committed.
+    pub fn error(&self) -> (Code, &'static str) {
+        match self {
+            Pinned::Execute {
+                outcome_unknown: true,
+                ..
+            } => (Code::Unknown, UNKNOWN_COMMIT),
+            _ => (Code::Aborted, affinity::LOST),
         }
     }
 
@@ -193,11 +244,22 @@ impl Pinned {
                 ..Default::default()
             }
             .encode_to_vec(),
-            Pinned::Execute { session, .. } => ExecuteResponse {
+            Pinned::Execute {
+                session,
+                outcome_unknown,
+                ..
+            } => ExecuteResponse {
                 session: session.as_deref().cloned(),
-                error: Some(RpcError {
-                    message: affinity::LOST.to_owned(),
-                    code: VtCode::Aborted as i32,
+                error: Some(if *outcome_unknown {
+                    RpcError {
+                        message: UNKNOWN_COMMIT.to_owned(),
+                        code: VtCode::Unknown as i32,
+                    }
+                } else {
+                    RpcError {
+                        message: affinity::LOST.to_owned(),
+                        code: VtCode::Aborted as i32,
+                    }
                 }),
                 ..Default::default()
             }
@@ -223,6 +285,61 @@ mod tests {
             ..Default::default()
         }
         .encode_to_vec()
+    }
+
+    /// The error an Execute of `query` gets when its shim is lost (`reached`).
+    fn lost_with(query: &str, in_transaction: bool, reached: Option<Reached>) -> RpcError {
+        let message = ExecuteRequest {
+            query: query.into(),
+            session: Some(Session {
+                signature: vec![1, 2, 3],
+                vitess_session: Some(vtgate::Session {
+                    in_transaction,
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let mut p = Pinned::from_request("Execute", &message).unwrap();
+        p.unknown(reached);
+        let r = ExecuteResponse::decode(p.answer().as_slice()).unwrap();
+        assert_eq!(r.session.unwrap().signature, vec![1, 2, 3], "{query}");
+        r.error.unwrap()
+    }
+
+    #[test]
+    fn a_statement_that_may_have_committed_is_unknown_never_rolled_back() {
+        let maybe = Some(Reached::Maybe);
+        // The shim went away after the request may have reached it.
+        for (query, in_tx) in [
+            ("COMMIT", true),
+            (" commit work", true),
+            ("INSERT INTO t VALUES (1)", false), // autocommit in a session-state pin
+            ("UPDATE t SET a = 1", false),
+        ] {
+            let e = lost_with(query, in_tx, maybe);
+            assert_eq!(
+                (e.code(), e.message.as_str()),
+                (VtCode::Unknown, UNKNOWN_COMMIT),
+                "{query}"
+            );
+        }
+        // Inside a transaction nothing but COMMIT is durable: rolled back with it.
+        for (query, in_tx, reached) in [
+            ("INSERT INTO t VALUES (1)", true, maybe),
+            ("SELECT 1", false, maybe),
+            // Never reached the shim: nothing ran.
+            ("COMMIT", true, Some(Reached::No)),
+            ("COMMIT", true, None),
+        ] {
+            let e = lost_with(query, in_tx, reached);
+            assert_eq!(
+                (e.code(), e.message.as_str()),
+                (VtCode::Aborted, affinity::LOST),
+                "{query}"
+            );
+        }
     }
 
     #[test]

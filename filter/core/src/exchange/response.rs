@@ -81,6 +81,11 @@ impl Call {
                 head.shim_instance.as_deref(),
                 head.grpc_status.as_deref(),
             );
+        if lost {
+            if let Some(pinned) = self.lost.as_mut() {
+                pinned.unknown(head.envoy.reached());
+            }
+        }
         let flow = if lost {
             convert(Conversion::Lost, status, false)
         } else {
@@ -132,7 +137,7 @@ impl Call {
         let error = match kind {
             Conversion::Success => None,
             Conversion::Lost if connect_lost => None,
-            Conversion::Lost => Some(Code::Aborted),
+            Conversion::Lost => Some(self.lost.as_ref().map_or(Code::Aborted, |p| p.error().0)),
             Conversion::HttpError => Some(Code::from_http_status(status)),
             Conversion::ConnectError => Some(Code::Unknown),
         };
@@ -569,7 +574,10 @@ fn lost_answer(
     pinned: Option<&lost::Pinned>,
     limits: Limits,
 ) -> ResponseEdit {
-    let fallback = || error_edit(client, Code::Aborted, affinity::LOST);
+    let fallback = || {
+        let (code, message) = pinned.map_or((Code::Aborted, affinity::LOST), lost::Pinned::error);
+        error_edit(client, code, message)
+    };
     let Some(pinned) = pinned.filter(|_| !client.wire.enveloped()) else {
         return fallback();
     };

@@ -1547,6 +1547,49 @@ fn envoys_503_to_a_pinned_request_is_a_lost_transaction() {
 }
 
 #[test]
+fn a_pinned_write_whose_shim_went_away_mid_call_is_unknown() {
+    // The pinned request is an INSERT outside a transaction (a session-state pin):
+    // autocommit, so it may have been applied when the shim vanished after receiving
+    // it (Envoy: UC). Refused before reaching it (UF): "transaction lost" as before.
+    for (flags, code, grpc) in [(0x40u64, 2, "2"), (0x20, 10, "10")] {
+        let mut head = envoy_503();
+        head.envoy = crate::lost::EnvoyAnswer {
+            flags,
+            details: None,
+        };
+        let mut ex = pinned("application/proto");
+        assert!(matches!(
+            ex.on_response_headers(&head, false),
+            ResponseHeadersStep::Forward(_)
+        ));
+        let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
+            panic!("finish")
+        };
+        let e = ExecuteResponse::decode(replaced(&edit))
+            .unwrap()
+            .error
+            .expect("an error");
+        assert_eq!(e.code, code, "{flags:#x}: {}", e.message);
+        if code == 2 {
+            assert_eq!(e.message, crate::lost::UNKNOWN_COMMIT);
+        }
+        let mut ex = pinned("application/grpc");
+        assert!(matches!(
+            ex.on_response_headers(&head, false),
+            ResponseHeadersStep::Forward(_)
+        ));
+        let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
+            panic!("finish")
+        };
+        assert_eq!(
+            edit.trailers[0],
+            ("grpc-status", grpc.to_owned()),
+            "{flags:#x}"
+        );
+    }
+}
+
+#[test]
 fn a_shims_own_answers_and_unpinned_503s_are_not_lost_transactions() {
     // The shim's 503 (it names its instance) passes as usual.
     let mut ex = pinned("application/json");
