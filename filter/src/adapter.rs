@@ -126,9 +126,10 @@ fn elapsed<H: Host>(host: &mut H, timing: &Timing) -> u64 {
     }
 }
 
-/// `on_log` (the stream is over): one count and one latency for a served RPC. A
-/// failure is logged, never an answer (the stream is gone).
-pub(crate) fn on_log<H: Host>(
+/// The stream is over (`on_done`, or `on_log`; lib.rs records once): one count and
+/// one latency for a served RPC. A failure is logged, never an answer (the stream
+/// is gone).
+pub(crate) fn record_metrics<H: Host>(
     host: &mut H,
     exchange: &Exchange,
     timing: &Timing,

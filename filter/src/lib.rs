@@ -133,7 +133,9 @@ impl<H: Host> Filter<H> {
             return;
         }
         match self.metrics.try_borrow_mut() {
-            Ok(mut ids) => adapter::on_log(&mut self.host, &self.exchange, &self.timing, &mut ids),
+            Ok(mut ids) => {
+                adapter::record_metrics(&mut self.host, &self.exchange, &self.timing, &mut ids)
+            }
             Err(_) => log::warn!("metrics: the id cache is busy"),
         }
     }

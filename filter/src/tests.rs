@@ -1031,7 +1031,7 @@ fn each_call_counts_once_with_its_labels_and_the_ids_are_defined_once() {
     let mut host = MockHost::default();
     let ex = Exchange::new(Rc::new(Config::default()));
     let timing = crate::adapter::Timing::default();
-    crate::adapter::on_log(&mut host, &ex, &timing, &mut ids);
+    crate::adapter::record_metrics(&mut host, &ex, &timing, &mut ids);
     assert!(host.metrics.is_empty(), "no RPC, no metric");
 }
 

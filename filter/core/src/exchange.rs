@@ -729,6 +729,18 @@ impl Exchange {
             return HeaderEdits::default();
         }
         let mut read = read;
+        // A message small enough to classify is read into the VM once, and the
+        // session walk, the lost-pin context and the class all use that copy.
+        let whole = (len <= route_class::MAX_CLASSIFIED_BYTES)
+            .then(|| read(0, len))
+            .flatten()
+            .filter(|message| message.len() == len);
+        let mut read = |offset: usize, max: usize| match &whole {
+            Some(message) => message
+                .get(offset..)
+                .map(|rest| rest.iter().take(max).copied().collect()),
+            None => read(offset, max),
+        };
         let mut edits = HeaderEdits::default();
         let holder = if affinity_on && call.rpc.carries_session {
             affinity::route(&mut read, len)
@@ -738,12 +750,18 @@ impl Exchange {
         if let Some(host) = holder {
             call.pinned = true;
             if len <= lost::MAX_MESSAGE {
-                call.lost = read(0, len)
-                    .and_then(|message| lost::Pinned::from_request(call.rpc.name, &message));
+                call.lost = whole
+                    .as_deref()
+                    .and_then(|message| lost::Pinned::from_request(call.rpc.name, message));
             }
             edits.set.push((affinity::HEADER, host));
         }
-        let class = route_class::of_request(call.rpc.name, &mut read, len);
+        let class = match whole.as_deref() {
+            Some(message) if route_class::by_statement(call.rpc.name) => {
+                route_class::of_execute(message)
+            }
+            _ => route_class::of_request(call.rpc.name, &mut read, len),
+        };
         self.observed.class = class;
         edits
             .set

@@ -8,7 +8,6 @@
 //! 2 replica) where a query allows it, and from the `ferry-target` header the shim adds.
 mod common;
 use common::*;
-use ferry_e2e::config::Config;
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_e2e::rows::text_rows;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
@@ -114,32 +113,13 @@ fn client() -> ConnectClient {
     ConnectClient::http2(&cfg())
 }
 
-/// SQL straight on one of the two MariaDB servers, as root (not through Ferry).
-fn mariadb_on(socket: &str, sql: &str) -> String {
-    let cfg: Config = cfg();
-    let out = std::process::Command::new("mariadb")
-        .arg(format!("--defaults-file={}", cfg.root_cnf.display()))
-        .args(["-N", "-B"])
-        .arg(format!("--socket={socket}"))
-        .arg(&cfg.database)
-        .args(["-e", sql])
-        .output()
-        .expect("run the mariadb client");
-    assert!(
-        out.status.success(),
-        "mariadb ({socket}): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 fn replica_socket() -> String {
     std::env::var("FERRY_REPLICA_MYSQL_SOCKET")
         .unwrap_or_else(|_| run_dir().join("mysql-replica.sock").display().to_string())
 }
 
 fn replica_sql(sql: &str) -> String {
-    mariadb_on(&replica_socket(), sql)
+    mariadb_root_on(&replica_socket(), sql)
 }
 
 /// scripts/stack.sh with the test's environment (the e2e replica stack's).
@@ -203,7 +183,7 @@ async fn wait_replica_serving(c: &ConnectClient) {
 /// Until the replica has applied everything the primary has (its GTID position).
 fn wait_replicated() {
     let cfg = cfg();
-    let pos = mariadb_on(
+    let pos = mariadb_root_on(
         &cfg.mysql_socket.display().to_string(),
         "SELECT @@gtid_binlog_pos",
     );

@@ -225,18 +225,23 @@ pub async fn close_session(session: &Session) {
 /// not through Ferry's pool), as root (its password from the stack's option
 /// file) over the stack's unix socket.
 pub fn mariadb_root(sql: &str) -> String {
+    mariadb_root_on(&cfg().mysql_socket.to_string_lossy(), sql)
+}
+
+/// [`mariadb_root`] on the server behind another unix socket (e.g. a replica).
+pub fn mariadb_root_on(socket: &str, sql: &str) -> String {
     let cfg = cfg();
     let out = std::process::Command::new("mariadb")
         .arg(format!("--defaults-file={}", cfg.root_cnf.display()))
         .args(["-N", "-B"])
-        .arg(format!("--socket={}", cfg.mysql_socket.display()))
+        .arg(format!("--socket={socket}"))
         .arg(&cfg.database)
         .args(["-e", sql])
         .output()
         .expect("run the mariadb client");
     assert!(
         out.status.success(),
-        "mariadb: {}",
+        "mariadb ({socket}): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
