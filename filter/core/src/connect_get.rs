@@ -17,6 +17,8 @@
 //! before this one in the shipped configs, opens an empty body for these GETs
 //! (`request_handle:body(true)`); the filter fills it in its body callback. Without
 //! that Lua filter the GET arrives headers-only and is refused with a clear error.
+//! The Lua script runs only on the route for `GET …/Execute` (it costs ~25 µs of Envoy
+//! CPU a request); the POST the filter makes is then routed like any other.
 
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine;
