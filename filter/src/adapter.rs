@@ -168,12 +168,13 @@ pub(crate) fn on_request_headers<H: Host>(
         .flatten()
         .map(|b| String::from_utf8_lossy(&b).into_owned());
     timing.http = metrics::http_version(protocol.as_deref());
-    let head = RequestHead::read(|name| header(host, Map::RequestHeaders, name))?;
+    let headers = Snapshot::read(host, Map::RequestHeaders)?;
+    let head = RequestHead::read(|name| Ok::<_, HostError>(headers.get(name)))?;
     let step = exchange.on_request_headers(&head, end_of_stream);
     if let RequestHeadersStep::Reply(reply) = &step {
         exchange.note_reply(reply);
     }
-    apply_request_headers(host, step)
+    apply_request_headers(host, step, &headers)
 }
 
 /// `on_http_request_body`; `body_size` is what Envoy reports: the buffered total after
@@ -213,13 +214,14 @@ pub(crate) fn on_response_headers<H: Host>(
     end_of_stream: bool,
     timing: &Timing,
 ) -> Result<Action> {
-    let mut head = ResponseHead::read(|name| header(host, Map::ResponseHeaders, name))?;
+    let headers = Snapshot::read(host, Map::ResponseHeaders)?;
+    let mut head = ResponseHead::read(|name| Ok::<_, HostError>(headers.get(name)))?;
     if head.shim_instance.is_none() {
         // Envoy's own answer: why no shim answered (Envoy 1.40 properties).
         head.envoy = envoy_answer(host);
     }
     let timing_value = server_timing::with_gateway(
-        header(host, Map::ResponseHeaders, server_timing::HEADER)?.as_deref(),
+        headers.get(server_timing::HEADER).as_deref(),
         elapsed(host, timing),
     );
     let step = match exchange.on_response_headers(&head, end_of_stream) {
@@ -233,7 +235,7 @@ pub(crate) fn on_response_headers<H: Host>(
         }
         reply => reply,
     };
-    apply_response_headers(host, step)
+    apply_response_headers(host, step, &headers)
 }
 
 /// `response.flags` (an int64, little-endian) and `response.code_details`.
@@ -284,14 +286,18 @@ pub(crate) fn on_response_trailers<H: Host>(
 /// that routes the request continues it; this needs the wasm filter's
 /// `allow_on_headers_stop_iteration` (otherwise proxy-wasm's pause is Envoy's
 /// `StopAllIterationAndWatermark`, which stops the body callbacks too: a hang).
-fn apply_request_headers<H: Host>(host: &mut H, step: RequestHeadersStep) -> Result<Action> {
+fn apply_request_headers<H: Host>(
+    host: &mut H,
+    step: RequestHeadersStep,
+    present: &Snapshot,
+) -> Result<Action> {
     match step {
         RequestHeadersStep::Forward(edits) => {
-            edit_headers(host, Map::RequestHeaders, &edits)?;
+            edit_headers(host, Map::RequestHeaders, &edits, Some(present))?;
             Ok(Action::Continue)
         }
         RequestHeadersStep::Hold(edits) => {
-            edit_headers(host, Map::RequestHeaders, &edits)?;
+            edit_headers(host, Map::RequestHeaders, &edits, Some(present))?;
             Ok(Action::Pause)
         }
         RequestHeadersStep::Reply(reply) => send_reply(host, &reply),
@@ -326,7 +332,7 @@ fn apply_request_body<H: Host>(
                         },
                         message.len(),
                     );
-                    edit_headers(host, Map::RequestHeaders, &edits)?;
+                    edit_headers(host, Map::RequestHeaders, &edits, None)?;
                     Ok(Action::Continue)
                 }
                 Err(reply) => {
@@ -350,7 +356,7 @@ fn apply_request_body<H: Host>(
                 },
                 len,
             );
-            edit_headers(host, Map::RequestHeaders, &edits)?;
+            edit_headers(host, Map::RequestHeaders, &edits, None)?;
             Ok(Action::Continue)
         }
     }
@@ -361,14 +367,18 @@ fn apply_request_body<H: Host>(
 /// Applies a response headers step. `Hold` pauses them (as for requests, this needs
 /// `allow_on_headers_stop_iteration`) until the body callback that completes the
 /// answer (and may still edit them) continues it.
-fn apply_response_headers<H: Host>(host: &mut H, step: ResponseHeadersStep) -> Result<Action> {
+fn apply_response_headers<H: Host>(
+    host: &mut H,
+    step: ResponseHeadersStep,
+    present: &Snapshot,
+) -> Result<Action> {
     match step {
         ResponseHeadersStep::Forward(edits) => {
-            edit_headers(host, Map::ResponseHeaders, &edits)?;
+            edit_headers(host, Map::ResponseHeaders, &edits, Some(present))?;
             Ok(Action::Continue)
         }
         ResponseHeadersStep::Hold(edits) => {
-            edit_headers(host, Map::ResponseHeaders, &edits)?;
+            edit_headers(host, Map::ResponseHeaders, &edits, Some(present))?;
             Ok(Action::Pause)
         }
         // Still in the headers callback: Envoy replaces the answer (its headers have
@@ -421,7 +431,7 @@ fn apply_response_edit<H: Host>(
     edit: &ResponseEdit,
     body_size: usize,
 ) -> Result<Action> {
-    edit_headers(host, Map::ResponseHeaders, &edit.headers)?;
+    edit_headers(host, Map::ResponseHeaders, &edit.headers, None)?;
     match &edit.body {
         BodyEdit::Keep => {}
         BodyEdit::Prepend(header) => host
@@ -472,12 +482,42 @@ pub(crate) fn send_reply<H: Host>(host: &mut H, reply: &Reply) -> Result<Action>
     Ok(Action::Pause)
 }
 
-fn header<H: Host>(host: &mut H, map: Map, name: &str) -> Result<Option<String>> {
-    host.header(map, name).map_err(failed("get header"))
+/// A header map as read at the start of a headers callback, in one host call: every
+/// lookup of that callback is answered from it (each host call is a VM exit).
+struct Snapshot(Vec<(String, String)>);
+
+impl Snapshot {
+    fn read<H: Host>(host: &mut H, map: Map) -> Result<Self> {
+        host.headers(map)
+            .map(Snapshot)
+            .map_err(failed("get_header_map_pairs"))
+    }
+
+    /// The first value of `name` (lowercase, as Envoy keeps names).
+    fn get(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _)| n == name)
+    }
 }
 
-fn edit_headers<H: Host>(host: &mut H, map: Map, edits: &HeaderEdits) -> Result<()> {
+/// Applies header edits. With the map's `present` headers (read in this callback), a
+/// removal of a header that is not there is skipped: no host call.
+fn edit_headers<H: Host>(
+    host: &mut H,
+    map: Map,
+    edits: &HeaderEdits,
+    present: Option<&Snapshot>,
+) -> Result<()> {
     for name in &edits.remove {
+        if present.is_some_and(|p| !p.has(name)) {
+            continue;
+        }
         host.remove_header(map, name)
             .map_err(failed("remove header"))?;
     }

@@ -35,8 +35,9 @@ pub(crate) const WHOLE_BODY: usize = usize::MAX;
 /// What the adapter asks of the host. Every operation names the map or buffer it acts
 /// on and returns the host's status on failure.
 pub(crate) trait Host {
-    /// The first value of header `name` (decoded lossily), `None` if absent.
-    fn header(&mut self, map: Map, name: &str) -> Result<Option<String>, Status>;
+    /// Every header of the map, in order (names and values decoded lossily): one
+    /// call, which the adapter then looks headers up in.
+    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status>;
     /// Replaces (or adds) header `name`.
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status>;
     /// Removes every value of header `name`.
@@ -97,9 +98,17 @@ fn buffer_type(body: Body) -> BufferType {
 }
 
 impl Host for ProxyWasmHost {
-    fn header(&mut self, map: Map, name: &str) -> Result<Option<String>, Status> {
-        crate::abi::header(map_type(map), name)
-            .map(|value| value.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
+    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status> {
+        let lossy = |b: Vec<u8>| {
+            String::from_utf8(b)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        };
+        crate::abi::header_pairs(map_type(map)).map(|pairs| {
+            pairs
+                .into_iter()
+                .map(|(k, v)| (lossy(k), lossy(v)))
+                .collect()
+        })
     }
 
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {

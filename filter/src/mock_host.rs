@@ -77,9 +77,8 @@ impl Phase {
 /// One host call, as made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Call {
-    Header {
+    Headers {
         map: Map,
-        name: String,
     },
     SetHeader {
         map: Map,
@@ -423,18 +422,11 @@ impl MockHost {
 }
 
 impl Host for MockHost {
-    fn header(&mut self, map: Map, name: &str) -> Result<Option<String>, Status> {
-        let call = Call::Header {
-            map,
-            name: name.to_owned(),
-        };
-        match self.enter(call, self.map_rule(map)) {
-            Ok(()) => {
-                let name = name.to_ascii_lowercase();
-                Ok(first(self.map_mut(map), &name).map(str::to_owned))
-            }
+    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status> {
+        match self.enter(Call::Headers { map }, self.map_rule(map)) {
+            Ok(()) => Ok(self.map_mut(map).clone()),
             Err(Refused::Fault(status) | Refused::Rule(Some(status))) => Err(status),
-            Err(Refused::Rule(None)) => Ok(None),
+            Err(Refused::Rule(None)) => Ok(Vec::new()),
         }
     }
 
@@ -814,10 +806,7 @@ mod rules {
             host.set_header(Map::ResponseHeaders, "a", "2"),
             Err(Status::BadArgument)
         );
-        assert_eq!(
-            host.header(Map::ResponseHeaders, "a"),
-            Err(Status::BadArgument)
-        );
+        assert_eq!(host.headers(Map::ResponseHeaders), Err(Status::BadArgument));
         assert_eq!(
             rules_of(&host),
             ["response headers touched after they went downstream"; 2]
@@ -843,10 +832,7 @@ mod rules {
         host.phase = Phase::ResponseHeaders {
             end_of_stream: false,
         };
-        assert_eq!(
-            host.header(Map::RequestHeaders, "x"),
-            Err(Status::BadArgument)
-        );
+        assert_eq!(host.headers(Map::RequestHeaders), Err(Status::BadArgument));
         assert_eq!(
             rules_of(&host),
             ["request headers touched in a response callback"]
@@ -974,10 +960,7 @@ mod rules {
     #[test]
     fn nothing_exists_between_callbacks() {
         let mut host = MockHost::default();
-        assert_eq!(
-            host.header(Map::RequestHeaders, "a"),
-            Err(Status::BadArgument)
-        );
+        assert_eq!(host.headers(Map::RequestHeaders), Err(Status::BadArgument));
         assert_eq!(host.plugin_configuration(), Ok(None));
         assert_eq!(host.violations.len(), 2);
         assert_eq!(host.calls.len(), 2, "every call is recorded");

@@ -370,7 +370,7 @@ fn an_unknown_content_type_is_answered_415_from_the_headers_callback() {
     assert!(
         later
             .iter()
-            .all(|(_, call)| matches!(call, Call::Header { .. })
+            .all(|(_, call)| matches!(call, Call::Headers { .. })
                 || matches!(call, Call::SetHeader { name, .. } if name == "server-timing")),
         "only reads: {later:?}"
     );
@@ -877,7 +877,7 @@ fn a_failing_host_call_becomes_an_internal_error_reply() {
     // request goes on untouched.
     let mut s = stream();
     s.host_mut().fail_when(
-        |call| matches!(call, Call::Header { .. }),
+        |call| matches!(call, Call::Headers { .. }),
         Status::InternalFailure,
     );
     assert_eq!(
