@@ -39,6 +39,7 @@
 //! session's GTID; on a `primary` shim with `FERRY_TRACK_GTID`, a statement
 //! that is not replay-safe and ends outside a transaction leaves the position
 //! of its write in the session it answers.
+use crate::answer::Answer;
 use crate::auth::Credentials;
 use crate::binary_row;
 use crate::bind::{self, BindError};
@@ -50,7 +51,7 @@ use crate::error_map::{sql_code, sql_message};
 use crate::gtid::{self, WaitError};
 use crate::log::Level;
 use crate::olap;
-use crate::result::{Overflow, ResultLimits};
+use crate::result::{EncodedRows, Overflow, ResultLimits};
 use crate::role::{self, Role as ShimRole};
 use crate::seal::{random, SealError, SessionId, Token};
 use crate::server::App;
@@ -256,7 +257,8 @@ fn seal_error(e: &SealError) -> RpcError {
 
 /// How a statement ended, before it becomes a response.
 enum Outcome {
-    Done(QueryResult),
+    /// The result (its rows apart, encoded as they were read).
+    Done(QueryResult, EncodedRows),
     Sql(mysql_async::ServerError),
     TooLarge(Overflow),
     /// The server asked for something the shim never does (LOAD DATA LOCAL).
@@ -458,10 +460,10 @@ pub async fn execute(
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
     trace: &Trace,
-) -> Result<ExecuteResponse, ConnectError> {
+) -> Result<Answer, ConnectError> {
     let mut span = trace.statement(&req.query);
     let answer = execute_spanned(app, creds, req, deadline, watch, &mut span).await;
-    span.finish(answer.as_ref(), None);
+    span.finish(answer.as_ref().map(|a| &a.message), None);
     answer
 }
 
@@ -472,10 +474,10 @@ async fn execute_spanned(
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
     span: &mut Statement,
-) -> Result<ExecuteResponse, ConnectError> {
+) -> Result<Answer, ConnectError> {
     let asked = Instant::now();
     let ready = match deadline.within(start(app, creds, req)).await?? {
-        Start::Answered(resp) => return Ok(resp),
+        Start::Answered(resp) => return Ok(resp.into()),
         Start::Run(ready) => ready,
     };
     ready.traced(span, asked, app.role);
@@ -818,7 +820,7 @@ pub async fn run(
     ready: Ready,
     sink: &mut Sink,
     stop: &Stop,
-) -> Result<ExecuteResponse, ConnectError> {
+) -> Result<Answer, ConnectError> {
     let Ready {
         id,
         base,
@@ -844,7 +846,7 @@ pub async fn run(
     };
     // A replica's wait for the session's writes is database time too.
     answer.map(|mut resp| {
-        resp.timing += waited;
+        resp.message.timing += waited;
         resp
     })
 }
@@ -859,12 +861,12 @@ async fn run_pinned(
     verdict: Verdict,
     sink: &mut Sink,
     stop: &Stop,
-) -> Result<ExecuteResponse, ConnectError> {
+) -> Result<Answer, ConnectError> {
     let (app, creds) = (out.app, out.creds);
     let limits = app.result_limits;
     let Some(conn) = state.conn.as_mut() else {
         // start() hands out a pin only with its connection.
-        return Ok(lost(out, &t, sql, "the gateway no longer holds it"));
+        return Ok(lost(out, &t, sql, "the gateway no longer holds it").into());
     };
     let started = Instant::now();
     let describer = describer(app, creds);
@@ -879,7 +881,7 @@ async fn run_pinned(
             drop(state);
             app.pins.end(&t.id, Ended::Lost(why.clone()));
             crate::log!(Level::Warn, "pin lost", user = creds.user, reason = why);
-            return Ok(lost(out, &t, sql, &why));
+            return Ok(lost(out, &t, sql, &why).into());
         }
         Ran::Stopped(why) => {
             // The pin goes as a dead connection's does (see the module comment).
@@ -928,7 +930,7 @@ async fn run_pooled(
     verdict: Verdict,
     sink: &mut Sink,
     stop: &Stop,
-) -> Result<ExecuteResponse, ConnectError> {
+) -> Result<Answer, ConnectError> {
     let (app, creds) = (out.app, out.creds);
     let started = Instant::now();
     // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
@@ -988,7 +990,8 @@ async fn run_pooled(
                 result: None,
                 error: Some(error),
                 timing,
-            });
+            }
+            .into());
         }
     }
     if pin {
@@ -1069,9 +1072,13 @@ fn respond(
     timing: f64,
     creds: &Credentials,
     limits: ResultLimits,
-) -> ExecuteResponse {
+) -> Answer {
+    let mut rows = EncodedRows::default();
     let (result, error) = match outcome {
-        Outcome::Done(result) => (Some(result), None),
+        Outcome::Done(result, encoded) => {
+            rows = encoded;
+            (Some(result), None)
+        }
         Outcome::Sql(se) => (None, Some(sql_error(&se, creds))),
         Outcome::TooLarge(overflow) => {
             let msg = match overflow {
@@ -1089,11 +1096,14 @@ fn respond(
         Outcome::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
         Outcome::Invalid(msg) => (None, Some(rpc_error(Code::InvalidArgument, msg))),
     };
-    ExecuteResponse {
-        session: Some(out.seal(pinned, in_txn, autocommit, result.as_ref())),
-        result,
-        error,
-        timing,
+    Answer {
+        message: ExecuteResponse {
+            session: Some(out.seal(pinned, in_txn, autocommit, result.as_ref())),
+            result,
+            error,
+            timing,
+        },
+        rows,
     }
 }
 
@@ -1218,8 +1228,8 @@ async fn run_statement(
     if let Some(overflow) = sink.overflow() {
         return Ok(Outcome::TooLarge(overflow));
     }
-    qr.rows = sink.take_rows();
-    Ok(Outcome::Done(qr))
+    let rows = sink.take_rows();
+    Ok(Outcome::Done(qr, rows))
 }
 
 /// Reads the first result set of a statement into the sink (its rows one

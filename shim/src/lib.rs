@@ -5,6 +5,7 @@
 //! Client framing, codecs and compression live in the Envoy filter, never here.
 
 pub mod account;
+pub mod answer;
 pub mod auth;
 pub mod auth_clause;
 pub mod binary_row;

@@ -3,9 +3,12 @@
 //! A vitess `Row` is the lengths of the values (-1 for NULL) and the values
 //! concatenated; the text protocol already gives every value as its MySQL text
 //! bytes, so a row is built with one exactly-sized allocation and one copy.
+//! An Execute's rows skip the `Row` altogether: each is written straight into
+//! the answer's wire bytes as it is read ([`EncodedRows`]).
 use crate::type_map::{field_flags, vitess_type};
 use ferry_proto::vitess::query::{Field, Row};
 use mysql_async::{Column, Row as MysqlRow, Value};
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, sint64, WireType};
 use std::borrow::Cow;
 
 /// A vitess `Field` from a column definition (all of it: clients such as
@@ -96,46 +99,100 @@ pub enum Overflow {
     Rows,
 }
 
+/// The rows of a result as the wire bytes of `QueryResult.rows` (field 4), in
+/// order: what prost writes for them, written once, as each row is read.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct EncodedRows {
+    pub bytes: Vec<u8>,
+    pub count: usize,
+}
+
+/// `QueryResult.rows`.
+const ROWS_FIELD: u32 = 4;
+
+impl EncodedRows {
+    /// Appends one row (its values in column order; `None` is NULL), byte for byte
+    /// as prost encodes `Row { lengths, values }` as a `rows` entry. `lengths` is
+    /// scratch space, reused from row to row.
+    fn push(&mut self, values: &[Option<Cow<'_, [u8]>>], lengths: &mut Vec<i64>) {
+        lengths.clear();
+        lengths.extend(
+            values
+                .iter()
+                .map(|v| v.as_ref().map_or(-1, |b| b.len() as i64)),
+        );
+        let total: usize = values.iter().flatten().map(|b| b.len()).sum();
+        // Row: `repeated sint64 lengths = 1` (packed), `bytes values = 2`; proto3
+        // writes neither when empty.
+        let lengths_len = sint64::encoded_len_packed(1, lengths);
+        let values_len = if total == 0 {
+            0
+        } else {
+            1 + encoded_len_varint(total as u64) + total
+        };
+        let row_len = lengths_len + values_len;
+        let out = &mut self.bytes;
+        out.reserve(1 + encoded_len_varint(row_len as u64) + row_len);
+        encode_key(ROWS_FIELD, WireType::LengthDelimited, out);
+        encode_varint(row_len as u64, out);
+        sint64::encode_packed(1, lengths, out);
+        if total > 0 {
+            encode_key(2, WireType::LengthDelimited, out);
+            encode_varint(total as u64, out);
+            for b in values.iter().flatten() {
+                out.extend_from_slice(b);
+            }
+        }
+        self.count += 1;
+    }
+}
+
 /// Collects the rows of one result set up to its limits, so one huge SELECT cannot
 /// exhaust the shim's (or the filter's) memory.
 pub struct Rows {
-    pub rows: Vec<Row>,
+    pub encoded: EncodedRows,
     bytes: usize,
     limits: ResultLimits,
     pub overflow: Option<Overflow>,
+    lengths: Vec<i64>,
 }
 
 impl Rows {
     pub fn new(limits: ResultLimits) -> Self {
         Rows {
-            rows: Vec::new(),
+            encoded: EncodedRows::default(),
             bytes: 0,
             limits,
             overflow: None,
+            lengths: Vec::new(),
         }
     }
 
     /// Adds a row; after the budget is exceeded rows are counted out, not kept.
     pub fn push(&mut self, r: &MysqlRow) {
         if self.overflow.is_none() {
-            self.push_row(row(r));
+            let values: Vec<_> = (0..r.len())
+                .map(|i| r.as_ref(i).and_then(value_bytes))
+                .collect();
+            self.push_values(&values);
         }
     }
 
-    fn push_row(&mut self, row: Row) {
+    fn push_values(&mut self, values: &[Option<Cow<'_, [u8]>>]) {
         if self.overflow.is_some() {
             return;
         }
-        self.bytes += row.values.len() + 8 * row.lengths.len();
+        let size: usize = values.iter().flatten().map(|b| b.len()).sum();
+        self.bytes += size + 8 * values.len();
         self.overflow = if self.bytes > self.limits.bytes {
             Some(Overflow::Bytes)
-        } else if self.rows.len() >= self.limits.rows {
+        } else if self.encoded.count >= self.limits.rows {
             Some(Overflow::Rows)
         } else {
-            self.rows.push(row);
+            self.encoded.push(values, &mut self.lengths);
             return;
         };
-        self.rows = Vec::new();
+        self.encoded = EncodedRows::default();
     }
 }
 
@@ -180,33 +237,64 @@ mod tests {
         assert_eq!((f.column_length, f.charset, f.flags), (10, 63, 33 | 32768));
     }
 
+    fn bytes(b: &[u8]) -> Option<Cow<'_, [u8]>> {
+        Some(Cow::Borrowed(b))
+    }
+
+    #[test]
+    fn encoded_rows_are_what_prost_writes() {
+        use ferry_proto::vitess::query::QueryResult;
+        use prost::Message;
+        let big = vec![b'y'; 300];
+        let rows: Vec<Vec<Option<Cow<'_, [u8]>>>> = vec![
+            vec![bytes(b"12"), None, bytes(b""), bytes(b"abc")],
+            vec![],
+            vec![None, None],
+            vec![bytes(b""), bytes(b"")],
+            vec![bytes(&big), bytes(b"z")],
+        ];
+        let mut encoded = EncodedRows::default();
+        let mut scratch = Vec::new();
+        let mut want = QueryResult::default();
+        for values in &rows {
+            encoded.push(values, &mut scratch);
+            let text: Vec<Value> = values
+                .iter()
+                .map(|v| v.as_ref().map_or(Value::NULL, |b| Value::Bytes(b.to_vec())))
+                .collect();
+            want.rows.push(row_from_values(text.iter().map(Some)));
+        }
+        assert_eq!(encoded.count, rows.len());
+        assert_eq!(encoded.bytes, want.encode_to_vec());
+    }
+
     #[test]
     fn rows_respect_the_budget() {
-        let value = [Value::Bytes(vec![b'x'; 100])];
+        let value = [bytes(&[b'x'; 100])];
         let mut rows = Rows::new(ResultLimits {
             bytes: 250,
             rows: 10,
         });
-        rows.push_row(row_from_values(value.iter().map(Some)));
-        rows.push_row(row_from_values(value.iter().map(Some)));
+        rows.push_values(&value);
+        rows.push_values(&value);
         assert_eq!(rows.overflow, None);
-        rows.push_row(row_from_values(value.iter().map(Some)));
+        rows.push_values(&value);
         assert_eq!(rows.overflow, Some(Overflow::Bytes));
-        assert!(rows.rows.is_empty());
+        assert_eq!(rows.encoded, EncodedRows::default());
     }
 
     #[test]
     fn rows_respect_the_row_limit() {
-        let value = [Value::Bytes(b"x".to_vec())];
+        let value = [bytes(b"x")];
         let mut rows = Rows::new(ResultLimits {
             bytes: 1000,
             rows: 2,
         });
-        rows.push_row(row_from_values(value.iter().map(Some)));
-        rows.push_row(row_from_values(value.iter().map(Some)));
-        assert_eq!((rows.overflow, rows.rows.len()), (None, 2));
-        rows.push_row(row_from_values(value.iter().map(Some)));
+        rows.push_values(&value);
+        rows.push_values(&value);
+        assert_eq!((rows.overflow, rows.encoded.count), (None, 2));
+        rows.push_values(&value);
         assert_eq!(rows.overflow, Some(Overflow::Rows));
-        assert!(rows.rows.is_empty());
+        assert_eq!(rows.encoded, EncodedRows::default());
     }
 }

@@ -259,9 +259,13 @@ async fn dispatch(
             })?;
             drop(alive);
             let answer = answer?;
-            let mut resp = with_db_time(proto_response(&answer), answer.timing);
-            if let Some(e) = &answer.error {
-                resp.extensions_mut().insert(Outcome::of(e.code));
+            let (timing, code) = (
+                answer.message.timing,
+                answer.message.error.as_ref().map(|e| e.code),
+            );
+            let mut resp = with_db_time(pieces_response(answer.encode()), timing);
+            if let Some(code) = code {
+                resp.extensions_mut().insert(Outcome::of(code));
             }
             resp
         }
@@ -370,9 +374,13 @@ async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Connec
 }
 
 fn proto_response(msg: &impl Message) -> Response<ShimBody> {
-    let body = msg.encode_to_vec();
-    let len = body.len();
-    let mut resp = Response::new(Either::Left(MessageBody::new(body)));
+    pieces_response(vec![msg.encode_to_vec().into()])
+}
+
+/// A proto answer whose bytes are these pieces, in order.
+fn pieces_response(pieces: Vec<Bytes>) -> Response<ShimBody> {
+    let len: usize = pieces.iter().map(Bytes::len).sum();
+    let mut resp = Response::new(Either::Left(MessageBody::pieces(pieces)));
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
     h.insert(CONTENT_LENGTH, HeaderValue::from(len));

@@ -7,7 +7,7 @@
 //! slowly the channel fills, `send` waits, and so does the MySQL reader — the
 //! shim holds a few chunks per stream whatever the result size.
 use crate::envelope;
-use crate::result::{row, Overflow, ResultLimits, Rows};
+use crate::result::{row, EncodedRows, Overflow, ResultLimits, Rows};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::{Field, QueryResult, Row};
@@ -65,11 +65,11 @@ impl Sink {
         }
     }
 
-    /// The rows kept for the answer (a stream sent its own already).
-    pub fn take_rows(&mut self) -> Vec<Row> {
+    /// The rows kept for the answer, encoded (a stream sent its own already).
+    pub fn take_rows(&mut self) -> EncodedRows {
         match self {
-            Sink::Collect(rows) => std::mem::take(&mut rows.rows),
-            Sink::Chunks(_) => Vec::new(),
+            Sink::Collect(rows) => std::mem::take(&mut rows.encoded),
+            Sink::Chunks(_) => EncodedRows::default(),
         }
     }
 
@@ -255,7 +255,7 @@ mod tests {
         }
         let mut sink = Sink::Chunks(chunks);
         sink.end().await.unwrap();
-        assert!(sink.sent_columns() && sink.take_rows().is_empty() && sink.overflow().is_none());
+        assert!(sink.sent_columns() && sink.take_rows().count == 0 && sink.overflow().is_none());
         drop(sink);
         let msgs = received(rx).await;
         let first = msgs[0].result.as_ref().unwrap();

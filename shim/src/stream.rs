@@ -96,7 +96,8 @@ async fn produce(
                 watch: Some(tx.clone()),
             };
             match execute::run(&app, &creds, ready, &mut sink, &stop).await {
-                Ok(resp) => (resp, None),
+                // A stream's rows went out in chunks: the answer holds none.
+                Ok(resp) => (resp.message, None),
                 // Nobody to tell; the statement was stopped.
                 Err(_) if tx.is_closed() => return span.failed("canceled"),
                 Err(e) => (
