@@ -24,6 +24,8 @@ command -v npm >/dev/null || missing+=(npm)
 command -v chromium >/dev/null || missing+=(chromium)  # the browser test (tests/browser), headless
 command -v tc >/dev/null || missing+=(iproute2)   # benchmark network shapes
 command -v iptables >/dev/null || missing+=(iptables)
+command -v h2load >/dev/null || missing+=(nghttp2-client)  # loadtest/envoy-breakdown.sh (make bench-cost)
+python3 -c 'import yaml' 2>/dev/null || missing+=(python3-yaml)  # ... which edits Envoy configs
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing from Debian: ${missing[*]}"

@@ -22,6 +22,18 @@ pub fn data(msg: &impl Message) -> Bytes {
     buf.freeze()
 }
 
+/// A data envelope holding one message's encoded bytes, given in parts.
+pub fn data_parts(parts: &[&[u8]]) -> Bytes {
+    let len = parts.iter().map(|p| p.len()).sum();
+    let mut buf = BytesMut::with_capacity(HEADER + len);
+    buf.put_u8(DATA);
+    buf.put_u32(frame_len(len));
+    for part in parts {
+        buf.put_slice(part);
+    }
+    buf.freeze()
+}
+
 /// The end-of-stream envelope: success, or the error that ended the stream.
 pub fn end_stream(error: Option<&ConnectError>) -> Bytes {
     let json = end_stream_json(error);

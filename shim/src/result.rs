@@ -2,11 +2,12 @@
 //!
 //! A vitess `Row` is the lengths of the values (-1 for NULL) and the values
 //! concatenated; the text protocol already gives every value as its MySQL text
-//! bytes, so a row is built with one exactly-sized allocation and one copy.
-//! An Execute's rows skip the `Row` altogether: each is written straight into
-//! the answer's wire bytes as it is read ([`EncodedRows`]).
+//! bytes, so each row is written straight into the answer's wire bytes as it is
+//! read, with one copy of its values and no `Row` struct ([`EncodedRows`]).
 use crate::type_map::{field_flags, vitess_type};
-use ferry_proto::vitess::query::{Field, Row};
+use ferry_proto::vitess::query::Field;
+#[cfg(test)]
+use ferry_proto::vitess::query::Row;
 use mysql_async::{Column, Row as MysqlRow, Value};
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, sint64, WireType};
 use std::borrow::Cow;
@@ -51,12 +52,9 @@ fn value_bytes(v: &Value) -> Option<Cow<'_, [u8]>> {
     })
 }
 
-/// One vitess row from one MySQL row.
-pub fn row(r: &MysqlRow) -> Row {
-    row_from_values((0..r.len()).map(|i| r.as_ref(i)))
-}
-
-/// One vitess row from the values of a row, in column order.
+/// One vitess row from the values of a row, in column order (what the encoded rows
+/// are checked against).
+#[cfg(test)]
 pub fn row_from_values<'v>(values: impl Iterator<Item = Option<&'v Value>> + Clone) -> Row {
     let size: usize = values
         .clone()
@@ -114,23 +112,8 @@ impl EncodedRows {
     /// Appends one row (its values in column order; `None` is NULL), byte for byte
     /// as prost encodes `Row { lengths, values }` as a `rows` entry. `lengths` is
     /// scratch space, reused from row to row.
-    fn push(&mut self, values: &[Option<Cow<'_, [u8]>>], lengths: &mut Vec<i64>) {
-        lengths.clear();
-        lengths.extend(
-            values
-                .iter()
-                .map(|v| v.as_ref().map_or(-1, |b| b.len() as i64)),
-        );
-        let total: usize = values.iter().flatten().map(|b| b.len()).sum();
-        // Row: `repeated sint64 lengths = 1` (packed), `bytes values = 2`; proto3
-        // writes neither when empty.
-        let lengths_len = sint64::encoded_len_packed(1, lengths);
-        let values_len = if total == 0 {
-            0
-        } else {
-            1 + encoded_len_varint(total as u64) + total
-        };
-        let row_len = lengths_len + values_len;
+    pub fn push(&mut self, values: &[Option<Cow<'_, [u8]>>], lengths: &mut Vec<i64>) {
+        let (row_len, total) = row_len(values, lengths);
         let out = &mut self.bytes;
         out.reserve(1 + encoded_len_varint(row_len as u64) + row_len);
         encode_key(ROWS_FIELD, WireType::LengthDelimited, out);
@@ -145,6 +128,39 @@ impl EncodedRows {
         }
         self.count += 1;
     }
+}
+
+/// The bytes one row adds to `bytes` when pushed.
+pub fn entry_len(values: &[Option<Cow<'_, [u8]>>], lengths: &mut Vec<i64>) -> usize {
+    let (row_len, _) = row_len(values, lengths);
+    1 + encoded_len_varint(row_len as u64) + row_len
+}
+
+/// A row's encoded length and its values' total; leaves the lengths in `lengths`.
+fn row_len(values: &[Option<Cow<'_, [u8]>>], lengths: &mut Vec<i64>) -> (usize, usize) {
+    lengths.clear();
+    lengths.extend(
+        values
+            .iter()
+            .map(|v| v.as_ref().map_or(-1, |b| b.len() as i64)),
+    );
+    let total: usize = values.iter().flatten().map(|b| b.len()).sum();
+    // Row: `repeated sint64 lengths = 1` (packed), `bytes values = 2`; proto3
+    // writes neither when empty.
+    let lengths_len = sint64::encoded_len_packed(1, lengths);
+    let values_len = if total == 0 {
+        0
+    } else {
+        1 + encoded_len_varint(total as u64) + total
+    };
+    (lengths_len + values_len, total)
+}
+
+/// A MySQL row's values as text bytes, in column order (`None`: NULL).
+pub fn texts(r: &MysqlRow) -> Vec<Option<Cow<'_, [u8]>>> {
+    (0..r.len())
+        .map(|i| r.as_ref(i).and_then(value_bytes))
+        .collect()
 }
 
 /// Collects the rows of one result set up to its limits, so one huge SELECT cannot
@@ -171,10 +187,7 @@ impl Rows {
     /// Adds a row; after the budget is exceeded rows are counted out, not kept.
     pub fn push(&mut self, r: &MysqlRow) {
         if self.overflow.is_none() {
-            let values: Vec<_> = (0..r.len())
-                .map(|i| r.as_ref(i).and_then(value_bytes))
-                .collect();
-            self.push_values(&values);
+            self.push_values(&texts(r));
         }
     }
 
@@ -266,6 +279,8 @@ mod tests {
         }
         assert_eq!(encoded.count, rows.len());
         assert_eq!(encoded.bytes, want.encode_to_vec());
+        let sizes: usize = rows.iter().map(|v| entry_len(v, &mut scratch)).sum();
+        assert_eq!(sizes, encoded.bytes.len());
     }
 
     #[test]

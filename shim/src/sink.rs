@@ -7,12 +7,13 @@
 //! slowly the channel fills, `send` waits, and so does the MySQL reader — the
 //! shim holds a few chunks per stream whatever the result size.
 use crate::envelope;
-use crate::result::{row, EncodedRows, Overflow, ResultLimits, Rows};
+use crate::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
-use ferry_proto::vitess::query::{Field, QueryResult, Row};
+use ferry_proto::vitess::query::{Field, QueryResult};
 use mysql_async::Row as MysqlRow;
-use prost::Message;
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
+use std::borrow::Cow;
 use tokio::sync::mpsc;
 
 /// The client went away (the response body was dropped): stop reading.
@@ -45,7 +46,7 @@ impl Sink {
                 rows.push(r);
                 Ok(())
             }
-            Sink::Chunks(c) => c.push(row(r)).await,
+            Sink::Chunks(c) => c.push(&texts(r)).await,
         }
     }
 
@@ -109,12 +110,13 @@ impl ChunkPolicy {
     }
 }
 
-/// The rows of a stream, cut into `ExecuteResponse` messages.
+/// The rows of a stream, cut into `ExecuteResponse` messages; each row is encoded
+/// once, as it is read (result.rs), and a chunk's message is those bytes.
 pub struct Chunks {
     tx: mpsc::Sender<Bytes>,
     policy: ChunkPolicy,
-    held: Vec<Row>,
-    held_bytes: usize,
+    held: EncodedRows,
+    lengths: Vec<i64>,
     sent_columns: bool,
     /// Rows taken, for the statement's span.
     rows: u64,
@@ -125,8 +127,8 @@ impl Chunks {
         Chunks {
             tx,
             policy,
-            held: Vec::new(),
-            held_bytes: 0,
+            held: EncodedRows::default(),
+            lengths: Vec::new(),
             sent_columns: false,
             rows: 0,
         }
@@ -151,34 +153,37 @@ impl Chunks {
         .await
     }
 
-    async fn push(&mut self, row: Row) -> Result<(), Gone> {
-        let size = encoded_row_len(&row);
-        if !self.policy.admits(self.held.len(), self.held_bytes, size) {
+    async fn push(&mut self, values: &[Option<Cow<'_, [u8]>>]) -> Result<(), Gone> {
+        let size = entry_len(values, &mut self.lengths);
+        if !self
+            .policy
+            .admits(self.held.count, self.held.bytes.len(), size)
+        {
             self.flush().await?;
         }
-        self.held.push(row);
-        self.held_bytes += size;
+        self.held.push(values, &mut self.lengths);
         self.rows += 1;
-        if self.policy.full(self.held.len(), self.held_bytes) {
+        if self.policy.full(self.held.count, self.held.bytes.len()) {
             self.flush().await?;
         }
         Ok(())
     }
 
+    /// Sends the held rows as `ExecuteResponse { result: { rows } }` (field 2, whose
+    /// bytes are the rows' entries) in a data envelope.
     async fn flush(&mut self) -> Result<(), Gone> {
-        if self.held.is_empty() {
+        if self.held.count == 0 {
             return Ok(());
         }
-        self.held_bytes = 0;
-        let rows = std::mem::take(&mut self.held);
-        self.send(&ExecuteResponse {
-            result: Some(QueryResult {
-                rows,
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .await
+        let rows = std::mem::take(&mut self.held.bytes);
+        self.held.count = 0;
+        let mut key = Vec::with_capacity(1 + encoded_len_varint(rows.len() as u64));
+        encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut key);
+        encode_varint(rows.len() as u64, &mut key);
+        self.tx
+            .send(envelope::data_parts(&[&key, &rows]))
+            .await
+            .map_err(|_| Gone)
     }
 
     /// A sender that tells when the client went away, for waiting on while
@@ -188,17 +193,13 @@ impl Chunks {
     }
 }
 
-/// The bytes a row adds to a `QueryResult` (`repeated Row rows = 4`).
-fn encoded_row_len(row: &Row) -> usize {
-    let len = row.encoded_len();
-    1 + prost::length_delimiter_len(len) + len
-}
+/// `ExecuteResponse.result`.
+const RESULT_FIELD: u32 = 2;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::row_from_values;
-    use mysql_async::Value;
+    use prost::Message;
 
     #[test]
     fn chunks_end_at_rows_or_bytes_whichever_first() {
@@ -215,9 +216,8 @@ mod tests {
         assert!(p.full(1, 100));
     }
 
-    fn value_row(len: usize) -> Row {
-        let values = [Value::Bytes(vec![b'x'; len])];
-        row_from_values(values.iter().map(Some))
+    fn value_row(len: usize) -> Vec<Option<Cow<'static, [u8]>>> {
+        vec![Some(Cow::Owned(vec![b'x'; len]))]
     }
 
     fn decode(b: &Bytes) -> ExecuteResponse {
@@ -251,7 +251,7 @@ mod tests {
         }];
         chunks.columns(&fields).await.unwrap();
         for _ in 0..10 {
-            chunks.push(value_row(3)).await.unwrap();
+            chunks.push(&value_row(3)).await.unwrap();
         }
         let mut sink = Sink::Chunks(chunks);
         sink.end().await.unwrap();
@@ -282,7 +282,7 @@ mod tests {
             },
         );
         for _ in 0..5 {
-            chunks.push(value_row(100)).await.unwrap();
+            chunks.push(&value_row(100)).await.unwrap();
         }
         chunks.flush().await.unwrap();
         drop(chunks);
@@ -303,6 +303,6 @@ mod tests {
         let (tx, rx) = mpsc::channel(1);
         drop(rx);
         let mut chunks = Chunks::new(tx, ChunkPolicy { rows: 1, bytes: 1 });
-        assert_eq!(chunks.push(value_row(1)).await, Err(Gone));
+        assert_eq!(chunks.push(&value_row(1)).await, Err(Gone));
     }
 }
