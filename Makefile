@@ -101,6 +101,15 @@ bench-sessions: build
 bench-replicas: build
 	loadtest/bench.sh replicas
 
+# Cost per query (issue 11, loadtest/README.md "Cost per query"): warm SELECT 1 at 16 and
+# at 1 client and the large SELECT, MySQL+TLS vs Ferry over HTTP/2 and HTTP/3 in Connect
+# JSON and proto, 2 interleaved rounds on one local stack; QPS, p50/p99, CPU per request
+# (and per MB) of Envoy, the shim, MariaDB and k6 from /proc; results cost.md; ~4 minutes
+# (plus loading the fixtures, the first time).
+.PHONY: bench-cost
+bench-cost: build
+	loadtest/bench.sh cost
+
 bench-down:
 	loadtest/bench.sh down
 

@@ -12,8 +12,13 @@
 #   bench.sh replicas            point selects at 4…200 VUs: primary only vs primary + replica (two stacks
 #                                up at once, runs interleaved), HTTP/2 and HTTP/3, the MySQL baseline, CPU
 #                                per call of every process (make bench-replicas; results replicas.md)
+#   bench.sh cost                what a query costs: warm SELECT 1 at COST_VUS (16) and 1 VU, large SELECT
+#                                (COST_LARGE_ITER, 10), MySQL+TLS vs Ferry HTTP/2 and HTTP/3 × Connect JSON
+#                                and proto, ROUNDS (2) interleaved; QPS, p50/p99, CPU µs per request and
+#                                ms per MB of Envoy, shim, MariaDB, k6 (make bench-cost; results cost.md)
 #   bench.sh build               build bin/k6 and the tools only
 #   bench.sh report DIR          re-render DIR/results.{json,md} and charts from DIR/runs
+#   bench.sh cost-report DIR     re-render DIR/cost.md from DIR/runs
 #   bench.sh down                stop a bench stack / namespaces left by an interrupted run
 # Results: loadtest/results/<timestamp>/ (results.md, results.json, charts/*.png, runs/, logs/).
 # Knobs: FAR_LOSS=<percent> (far shape loss), WORKLOADS="cold-start warm-select ..."
@@ -22,7 +27,8 @@
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
-# RUN_NICE=-10 (compression loopback parts, replicas: the stack's threads and k6 at this nice; "" = leave them).
+# RUN_NICE=-10 (compression loopback parts, replicas, cost: the stack's threads and k6 at this nice; "" = leave them),
+# cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2.
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
@@ -129,9 +135,10 @@ run() {
   local count=(-e ITERATIONS="$n")
   [[ "$n" == *s ]] && count=(-e DURATION="$n")
   case $w in *insert) "$LT/bin/fixtures" -socket "$FERRY_MYSQL_SOCKET" -truncate ;; esac
-  local cpu0="" served0=""
+  local cpu0="" served0="" k6a k6b
   [ -z "${CPU_PIDS:-}" ] || cpu0=$(cpu_snap)
   [ -z "${SERVED_SHIMS:-}" ] || served0=$(served_snap)
+  children_ticks k6a
   # k6's own http trusts the system roots only: SSL_CERT_FILE makes Go's x509 read the dev CA.
   "${CLI_NS[@]}" ${RUN_NICE:+nice -n "$RUN_NICE"} env SSL_CERT_FILE="$CA" "$LT/bin/k6" run --quiet --no-color --log-output=stderr \
     -e CLIENT="$client" -e FERRY_URL="https://$HOST:${RUN_PORT:-$FERRY_PORT}" -e MYSQL_ADDR="$HOST:$FERRY_MYSQL_PORT" \
@@ -139,24 +146,39 @@ run() {
     -e LABELS="$labels" -e SUMMARY="$OUT/runs/$name.json" "$@" \
     "$LT/k6/$w.js" 2>"$OUT/logs/$name.log" | sed 's/^/  /' \
     || echo "  k6 failed for $name: see $OUT/logs/$name.log" >&2
+  children_ticks k6b
   # A run that wrote no summary would be missing from the report: count it as a failure.
   [ -s "$OUT/runs/$name.json" ] || { echo "  no summary from $name: see $OUT/logs/$name.log" >&2; MISSING=$((MISSING + 1)); return; }
-  [ -z "$cpu0" ] || cpu_note "$OUT/runs/$name.json" "$cpu0" "$(cpu_snap)"
+  [ -z "$cpu0" ] || cpu_note "$OUT/runs/$name.json" "$cpu0 k6:$k6a" "$(cpu_snap) k6:$k6b"
   [ -z "$served0" ] || served_note "$OUT/runs/$name.json" "$served0" "$(served_snap)"
 }
 
 # --- CPU per call of the stack's processes: CPU_PIDS="envoy:PID shim:PID mysql:PID" ---
 # cpu_snap prints "name:ticks ..." (utime + stime of the whole process, all threads);
-# PID "all" = the whole host's busy time, every core (/proc/stat: all but idle and iowait).
+# PID "all" = the whole host's busy time, every core (/proc/stat: all but idle and iowait);
+# PID "irq" = its interrupt and softirq part (loopback's packet receive work is mostly
+# softirq, charged to no process).
 cpu_snap() {
   local np
   for np in $CPU_PIDS; do
-    if [ "${np#*:}" = all ]; then
-      printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)"
-      continue
-    fi
+    case ${np#*:} in
+      all) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)"
+        continue ;;
+      irq) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $7 + $8; exit }' /proc/stat)"
+        continue ;;
+    esac
     printf '%s:%s ' "${np%%:*}" "$(sed 's/^.*) //' "/proc/${np#*:}/stat" | awk '{ print $12 + $13 }')"
   done
+}
+
+# children_ticks VAR: this shell's waited-for children's CPU (cutime + cstime, ticks) into
+# VAR. Taken around the k6 pipeline in run(), it is k6's own CPU (cpu_ms_per_call "k6"):
+# no fork here, so the snapshot does not count itself.
+children_ticks() {
+  local st
+  read -r st <"/proc/$BASHPID/stat"
+  read -r -a st <<<"${st##*) }" # fields from 3 (state) on: cutime (16) and cstime (17)
+  printf -v "$1" '%s' "$((st[13] + st[14]))"
 }
 
 # --- which shim answered: SERVED_SHIMS="shim:HOST:PORT shim-replica:HOST:PORT" ---
@@ -549,6 +571,172 @@ for c in ["mysql"] + clients:
 PY
 }
 
+# --- the cost benchmark (bench.sh cost; loadtest/README.md "Cost per query") ---
+# What a query costs each process, Ferry's four ways against the MySQL protocol, on one local
+# stack: warm SELECT 1 at COST_VUS and at 1 VU, then the large SELECT, in ROUNDS interleaved
+# rounds (the client order reversed every other round, so drift hits every client alike).
+# Ferry's rows all use our extension's Go client (EXT=1: HTTP/2 x/net/http2, HTTP/3 quic-go),
+# Connect unary JSON or proto, so they differ only in protocol and format.
+COST_CLIENTS="mysql h2:json h2:proto h3:json h3:proto"
+
+# cost_run WORKLOAD CLIENT[:FORMAT] VUS ITER_OR_DURATION
+cost_run() {
+  local c=${2%%:*} f=${2#*:}
+  if [ "$c" = mysql ]; then run "$1" mysql "" "$3" "$4"; return; fi
+  run "$1" "$c" "$f" "$3" "$4" -e EXT=1 -e FORMAT="$f"
+}
+
+cost_bench() {
+  local round order cf vus all_vus="${COST_VUS:-16}"
+  [ "$all_vus" = 1 ] || all_vus+=" 1"
+  prioritize "$(pid_of envoy)" "$(pid_of shim)" "$(pid_of mysql)"
+  CPU_PIDS="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql) host:all irq:irq"
+  for round in $(seq "${ROUNDS:-2}"); do
+    RUN_SUFFIX=".r$round" order=$COST_CLIENTS
+    [ $((round % 2)) = 1 ] || order=$(tr ' ' '\n' <<<"$COST_CLIENTS" | tac | tr '\n' ' ')
+    echo "== round $round: $order"
+    for vus in $all_vus; do
+      for cf in $order; do cost_run warm-select "$cf" "$vus" "${COST_DURATION:-10s}"; done
+    done
+    for cf in $order; do cost_run large-select "$cf" 1 "${COST_LARGE_ITER:-10}"; done
+  done
+  CPU_PIDS="" RUN_SUFFIX=""
+}
+
+# cost_report: OUT/cost.md — the three tables and the goals, from OUT/runs (rounds merged).
+cost_report() {
+  python3 - "$OUT" "${COST_VUS:-16}" <<'PY' | tee "$OUT/cost.md"
+import glob, json, os, statistics, sys
+out, hi = sys.argv[1], int(sys.argv[2])
+PROCS = ["envoy", "shim", "mysql", "k6", "irq"]
+ORDER = [("mysql", ""), ("h2", "json"), ("h2", "proto"), ("h3", "json"), ("h3", "proto")]
+NAME = {("mysql", ""): "MySQL+TLS (go-sql-driver)", ("h2", "json"): "HTTP/2 Connect JSON (x/net/http2)",
+        ("h2", "proto"): "HTTP/2 Connect proto (x/net/http2)", ("h3", "json"): "HTTP/3 Connect JSON (quic-go)",
+        ("h3", "proto"): "HTTP/3 Connect proto (quic-go)"}
+groups = {}
+for f in sorted(glob.glob(os.path.join(out, "runs", "*.json"))):
+    d = json.load(open(f)); l = d.get("labels", {}); m = d["metrics"]
+    if l.get("workload") not in ("warm-select", "large-select") or "cpu_ms_per_call" not in d:
+        continue
+    v = lambda k, s: m.get(k, {}).get("values", {}).get(s, 0)
+    calls = v("ferry_calls", "count")
+    groups.setdefault((l["workload"], l["client"], l["variant"], l["vus"]), []).append({
+        "calls": calls, "dur": d["state"]["testRunDurationMs"] / 1000, "errors": v("ferry_errors", "count"),
+        "p50": v("ferry_ms", "p(50)"), "p99": v("ferry_ms", "p(99)"), "recv": v("wire_recv", "count"),
+        "cpu": d["cpu_ms_per_call"]})
+
+def merged(w, c, f, vus):
+    rs = groups.get((w, c, f, vus))
+    if not rs:
+        return None
+    calls = sum(r["calls"] for r in rs) or 1
+    cpu = {}
+    for r in rs:  # weighted by calls = all rounds' CPU ÷ all rounds' calls
+        for k, x in r["cpu"].items():
+            cpu[k] = cpu.get(k, 0) + x * r["calls"] / calls
+    cpu["other"] = cpu.get("host", 0) - sum(cpu.get(p, 0) for p in PROCS)
+    qps = [r["calls"] / r["dur"] for r in rs if r["dur"]]
+    return {"n": len(rs), "calls": calls, "errors": sum(r["errors"] for r in rs),
+            "qps": sum(r["calls"] for r in rs) / (sum(r["dur"] for r in rs) or 1), "qps_r": qps,
+            "p50": statistics.median(r["p50"] for r in rs), "p50_r": [r["p50"] for r in rs],
+            "p99": statistics.median(r["p99"] for r in rs), "recv": sum(r["recv"] for r in rs) / calls, "cpu": cpu}
+
+def spread(xs, fmt):
+    return "" if len(xs) < 2 else f" ({fmt(min(xs))}–{fmt(max(xs))})"
+
+def us(r, k):  # µs per request
+    return f"{1000 * r['cpu'][k]:.0f}" if k in r["cpu"] else "–"
+
+goals = []  # (goal, row, measured, met)
+def goal(text, row, measured, ok):
+    goals.append((text, row, measured, "**met**" if ok else "**missed**"))
+
+rounds = max((len(v) for v in groups.values()), default=0)
+print("# Cost per query\n")
+print(f"Local stack, one warm connection per client; {rounds} interleaved round(s) merged: QPS = all calls ÷ all "
+      "run time, p50/p99 = the median of the rounds' (range of the rounds in brackets), CPU = all rounds' "
+      "utime+stime (/proc/<pid>/stat) ÷ all calls. `k6` = the k6 process itself (its children's time "
+      "in bench.sh), `irq` = the host's interrupt + softirq time (/proc/stat; loopback's packet receive "
+      "work, charged to no process), `other` = the whole host's busy time − Envoy, shim, MariaDB, k6 "
+      "and irq: whatever else ran on the shared cores (≈ 0 on a quiet host). Ferry's rows all use our extension's Go "
+      "client (HTTP/2: x/net/http2; HTTP/3: quic-go); MySQL+TLS = go-sql-driver/mysql over TLS 1.3 "
+      "straight to the same MariaDB.\n")
+
+print(f"## Warm `SELECT 1`, {hi} clients\n")
+print("| client | QPS | ×MySQL QPS | p50 ms | p99 ms | Envoy µs | shim µs | MariaDB µs | k6 µs | irq µs | other µs | Envoy+shim µs | errors |")
+print("|" + "---|" * 13)
+base = merged("warm-select", "mysql", "", hi)
+for c, f in ORDER:
+    r = merged("warm-select", c, f, hi)
+    if not r:
+        continue
+    x = r["qps"] / base["qps"] if base and base["qps"] else None
+    es = 1000 * (r["cpu"].get("envoy", 0) + r["cpu"].get("shim", 0))
+    print(f"| {NAME[(c, f)]} | {r['qps']:,.0f}{spread(r['qps_r'], lambda v: f'{v:,.0f}')} | "
+          f"{'–' if x is None else f'{x:.2f}'} | {r['p50']:.3f}{spread(r['p50_r'], lambda v: f'{v:.3f}')} | "
+          f"{r['p99']:.2f} | {us(r, 'envoy')} | {us(r, 'shim')} | {us(r, 'mysql')} | {us(r, 'k6')} | {us(r, 'irq')} | "
+          f"{us(r, 'other')} | {'–' if c == 'mysql' else f'{es:.0f}'} | {r['errors']} |")
+    if c != "mysql":
+        if x is not None:
+            goal(f"QPS ≥ 0.25× MySQL at {hi} clients", NAME[(c, f)], f"{x:.2f}×", x >= 0.25)
+        if c == "h2":
+            goal("Envoy + shim CPU ≤ 80 µs per warm SELECT 1 over HTTP/2", NAME[(c, f)], f"{es:.0f} µs", es <= 80)
+
+print("\n## Warm `SELECT 1`, 1 client (latency)\n")
+print("| client | p50 ms | p99 ms | added p50 µs (− MySQL p50) | QPS | Envoy+shim µs | k6 µs | errors |")
+print("|" + "---|" * 8)
+base1 = merged("warm-select", "mysql", "", 1)
+for c, f in ORDER:
+    r = merged("warm-select", c, f, 1)
+    if not r:
+        continue
+    add = 1000 * (r["p50"] - base1["p50"]) if base1 and c != "mysql" else None
+    es = 1000 * (r["cpu"].get("envoy", 0) + r["cpu"].get("shim", 0))
+    print(f"| {NAME[(c, f)]} | {r['p50']:.3f}{spread(r['p50_r'], lambda v: f'{v:.3f}')} | {r['p99']:.3f} | "
+          f"{'–' if add is None else f'{add:.0f}'} | {r['qps']:,.0f} | {'–' if c == 'mysql' else f'{es:.0f}'} | "
+          f"{us(r, 'k6')} | {r['errors']} |")
+    if add is not None:
+        goal("added p50 ≤ 300 µs at 1 client", NAME[(c, f)], f"{add:.0f} µs", add <= 300)
+
+print("\n## Large SELECT (`SELECT * FROM large`, 10,000 × 11), 1 client\n")
+print("MB = 10⁶ bytes received by the client at the socket per call (TLS records / QUIC payload: each "
+      "format's own answer size); MB/s = that ÷ p50; CPU = ms per MB received, and Envoy+shim also per call.\n")
+print("| client | p50 ms | ×MySQL | MB per call | MB/s | Envoy ms/MB | shim ms/MB | MariaDB ms/MB | k6 ms/MB | irq ms/MB | other ms/MB | Envoy+shim ms/call | calls | errors |")
+print("|" + "---|" * 14)
+lb = merged("large-select", "mysql", "", 1)
+large = {}
+for c, f in ORDER:
+    r = merged("large-select", c, f, 1)
+    if not r:
+        continue
+    large[(c, f)] = r
+    mb = r["recv"] / 1e6
+    x = r["p50"] / lb["p50"] if lb and lb["p50"] else None
+    per = lambda k: f"{r['cpu'][k] / mb:.2f}" if mb and k in r["cpu"] else "–"
+    es = r["cpu"].get("envoy", 0) + r["cpu"].get("shim", 0)
+    print(f"| {NAME[(c, f)]} | {r['p50']:,.1f}{spread(r['p50_r'], lambda v: f'{v:,.1f}')} | "
+          f"{'–' if x is None else f'{x:.2f}'} | {mb:.1f} | {mb / (r['p50'] / 1000) if r['p50'] else 0:,.0f} | "
+          f"{per('envoy')} | {per('shim')} | {per('mysql')} | {per('k6')} | {per('irq')} | {per('other')} | "
+          f"{'–' if c == 'mysql' else f'{es:.1f}'} | {r['calls']} | {r['errors']} |")
+    if c == "h2" and x is not None:
+        lim = 2.0 if f == "json" else 1.3
+        goal(f"large SELECT over HTTP/2 ≤ {lim}× MySQL ({f})", NAME[(c, f)], f"{x:.2f}×", x <= lim)
+for f in ("json", "proto"):
+    a, b = large.get(("h2", f)), large.get(("h3", f))
+    if a and b and a["p50"]:
+        goal("large SELECT over HTTP/3 ≤ 1.5× HTTP/2", f"Connect {f}", f"{b['p50'] / a['p50']:.2f}×",
+             b["p50"] / a["p50"] <= 1.5)
+
+print("\n## Goals\n")
+print("| goal | row | measured | |")
+print("|---|---|---|---|")
+for g in goals:
+    print("| " + " | ".join(g) + " |")
+errs = sum(r["errors"] for rs in groups.values() for r in rs)
+print(f"\nErrors in all runs: {errs}.")
+PY
+}
+
 # --- entry points ---
 prepare() { # PROFILE
   PROFILE=$1
@@ -655,10 +843,19 @@ case "${1:-}" in
     replicas_bench
     replicas_report
     finish || true ;;
+  cost)
+    # issue 11: CPU per request of every process and latency, MySQL+TLS vs Ferry's four ways (loopback).
+    prepare cost
+    RUN_NICE="${RUN_NICE--10}"
+    use_local; shape loopback
+    cost_bench
+    cost_report
+    finish || true ;;
   report) "$LT/bin/report" "${2:?results dir}" ;;
+  cost-report) OUT="${2:?results dir}"; cost_report ;;
   down)
     stack_env ns; compressor_down; mysql80 down || true; stack_down
     stack_env local; compressor_down; stack_down; "$LT/net.sh" down
     replicas_env replica; stack_down ;;
-  *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,/^set -euo/p' "$0" | sed '$d' >&2; exit 2 ;;
 esac

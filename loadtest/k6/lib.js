@@ -10,6 +10,8 @@
 //              HTTP/2 then goes through our extension (Go x/net/http2) instead of k6's http,
 //              which decodes neither zstd nor snappy/s2, so h2 and h3 share one client code path.
 //   FORMAT     json (default) | proto: Connect unary JSON or proto (proto: our extension too)
+//   EXT=1      Ferry over HTTP/2 through our extension even for plain JSON, so HTTP/2 and
+//              HTTP/3, JSON and proto all use the same Go client (the cost benchmark)
 // (client({codec, format}) overrides CODEC / FORMAT for one client.)
 import http from 'k6/http';
 import ferry from 'k6/x/ferry';
@@ -74,7 +76,8 @@ export function client(o = {}) {
       (sql) => /^\s*select/i.test(sql) ? db.query(sql) : db.exec(sql));
   }
   const codec = o.codec || E.CODEC || '', format = o.format || E.FORMAT || 'json';
-  if (CLIENT === 'h3' || (CLIENT === 'h2' && (o.ext || codec || format === 'proto'))) {
+  const ext = o.ext || E.EXT === '1';
+  if (CLIENT === 'h3' || (CLIENT === 'h2' && (ext || codec || format === 'proto'))) {
     const c = ferry.client({
       url: FERRY_URL, proto: CLIENT, ca: E.CA || '', serverName: E.SERVER_NAME || '',
       user: E.DB_USER || 'ferry', password: E.DB_PASSWORD || 'ferry',

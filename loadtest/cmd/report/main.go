@@ -347,10 +347,14 @@ func ratios(rows []*Row) {
 }
 
 // baseVariant: 0-RTT compares with MySQL with resumption (its best cold start);
-// the compression runs ("table,codec[,proto]") with uncompressed MySQL on the same table.
+// the compression runs ("table,codec[,proto]") with uncompressed MySQL on the same table;
+// the cost runs (json, proto) with plain MySQL.
 func baseVariant(v string) string {
 	if v == "0rtt" {
 		return "resume"
+	}
+	if v == "json" || v == "proto" { // the cost benchmark's Ferry formats: against plain MySQL
+		return ""
 	}
 	if table, _, ok := strings.Cut(v, ","); ok {
 		return table + ",none"
