@@ -28,7 +28,8 @@
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
 # RUN_NICE=-10 (compression loopback parts, replicas, cost: the stack's threads and k6 at this nice; "" = leave them),
-# cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2.
+# cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2, COST_BREAKDOWN=1 (Envoy
+# variants, loadtest/envoy-breakdown.sh: BREAKDOWN_N, BREAKDOWN_C, results breakdown.md).
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
@@ -850,6 +851,10 @@ case "${1:-}" in
     use_local; shape loopback
     cost_bench
     cost_report
+    # Where Envoy's part goes: the shipped config against variants without the access
+    # log, without the Ferry filter, and with nothing but the router (h2load, HTTP/2).
+    [ "${COST_BREAKDOWN:-1}" = 0 ] || ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/envoy-breakdown.sh" "$OUT/breakdown.md" \
+      2> >(tee "$OUT/logs/breakdown.log" >&2) && cat "$OUT/breakdown.md"
     finish || true ;;
   report) "$LT/bin/report" "${2:?results dir}" ;;
   cost-report) OUT="${2:?results dir}"; cost_report ;;
