@@ -11,6 +11,8 @@
 
 use proxy_wasm::types::{BufferType, MapType, MetricType, Status, StreamType};
 
+use crate::header_map::HeaderMap;
+
 #[link(wasm_import_module = "env")]
 extern "C" {
     fn proxy_get_header_map_pairs(map: u32, data: *mut *mut u8, size: *mut usize) -> u32;
@@ -104,47 +106,13 @@ fn returned(code: u32, data: *mut u8, size: usize) -> Result<Option<Vec<u8>>, St
     }
 }
 
-/// A header's name and value, as the host gives them.
-pub(crate) type Pair = (Vec<u8>, Vec<u8>);
-
 /// Every header of a map in one call (a lookup per name costs a VM exit each).
-pub(crate) fn header_pairs(map: MapType) -> Result<Vec<Pair>, Status> {
+pub(crate) fn header_map(map: MapType) -> Result<HeaderMap, Status> {
     let (mut data, mut size) = (std::ptr::null_mut(), 0);
     // SAFETY: pointers to live locals.
     let code = unsafe { proxy_get_header_map_pairs(map as u32, &mut data, &mut size) };
-    match returned(code, data, size)? {
-        Some(bytes) => pairs(&bytes).ok_or(Status::SerializationFailure),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// The ABI's serialized map: a little-endian u32 count, then a (key length, value
-/// length) u32 pair per entry, then each key and value followed by a NUL byte.
-/// `None` if the bytes do not hold that shape.
-fn pairs(bytes: &[u8]) -> Option<Vec<Pair>> {
-    let word = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at.checked_add(4)?)?;
-        usize::try_from(u32::from_le_bytes(b.try_into().ok()?)).ok()
-    };
-    if bytes.is_empty() {
-        return Some(Vec::new());
-    }
-    let count = word(0)?;
-    let mut text = count.checked_mul(8)?.checked_add(4)?;
-    let mut out = Vec::with_capacity(count.min(bytes.len() / 10));
-    for n in 0..count {
-        let lengths = n.checked_mul(8)?.checked_add(4)?;
-        let mut take = |len: usize| -> Option<Vec<u8>> {
-            let end = text.checked_add(len)?;
-            let value = bytes.get(text..end)?.to_vec();
-            text = end.checked_add(1)?; // the NUL
-            Some(value)
-        };
-        let key = take(word(lengths)?)?;
-        let value = take(word(lengths.checked_add(4)?)?)?;
-        out.push((key, value));
-    }
-    Some(out)
+    HeaderMap::parse(returned(code, data, size)?.unwrap_or_default())
+        .ok_or(Status::SerializationFailure)
 }
 
 pub(crate) fn set_header(map: MapType, name: &str, value: &str) -> Result<(), Status> {
@@ -203,7 +171,7 @@ pub(crate) fn set_buffer(
 
 /// The ABI's header-map encoding: count, then each name's and value's length (all
 /// u32 little-endian), then each name and value with a NUL after it.
-fn serialize_map(map: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
+pub(crate) fn serialize_map(map: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
     let len = |n: usize| u32::try_from(n).map_err(|_| Status::BadArgument);
     let mut out = Vec::new();
     out.extend_from_slice(&len(map.len())?.to_le_bytes());
@@ -299,26 +267,5 @@ mod tests {
         assert_eq!(status(0), Ok(()));
         assert_eq!(status(2), Err(Status::BadArgument));
         assert_eq!(status(99), Err(Status::InternalFailure));
-    }
-
-    #[test]
-    fn header_pairs_are_read_and_malformed_maps_refused() {
-        let map = [(":path", "/x"), ("accept", ""), ("a", "b")];
-        let bytes = serialize_map(&map).unwrap();
-        let read = pairs(&bytes).unwrap();
-        let want: Vec<Pair> = map
-            .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect();
-        assert_eq!(read, want);
-        assert_eq!(pairs(&[]).unwrap(), Vec::new());
-        // Every truncation, and absurd counts and lengths, are errors, never a panic.
-        for cut in 1..bytes.len() - 1 {
-            assert_eq!(pairs(&bytes[..cut]), None, "cut at {cut}");
-        }
-        assert_eq!(pairs(&u32::MAX.to_le_bytes()), None);
-        let mut long = bytes.clone();
-        long[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(pairs(&long), None);
     }
 }

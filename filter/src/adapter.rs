@@ -30,6 +30,7 @@ use ferry_filter_core::http::{HeaderEdits, Reply};
 use ferry_filter_core::lost::EnvoyAnswer;
 use ferry_filter_core::{metrics, server_timing};
 
+use crate::header_map::HeaderMap;
 use crate::host::{Body, Host, Map, WHOLE_BODY};
 
 /// A host call that failed.
@@ -484,7 +485,7 @@ pub(crate) fn send_reply<H: Host>(host: &mut H, reply: &Reply) -> Result<Action>
 
 /// A header map as read at the start of a headers callback, in one host call: every
 /// lookup of that callback is answered from it (each host call is a VM exit).
-struct Snapshot(Vec<(String, String)>);
+struct Snapshot(HeaderMap);
 
 impl Snapshot {
     fn read<H: Host>(host: &mut H, map: Map) -> Result<Self> {
@@ -493,16 +494,15 @@ impl Snapshot {
             .map_err(failed("get_header_map_pairs"))
     }
 
-    /// The first value of `name` (lowercase, as Envoy keeps names).
+    /// The first value of `name` (lowercase, as Envoy keeps names), decoded lossily.
     fn get(&self, name: &str) -> Option<String> {
         self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
     }
 
     fn has(&self, name: &str) -> bool {
-        self.0.iter().any(|(n, _)| n == name)
+        self.0.get(name).is_some()
     }
 }
 

@@ -13,6 +13,8 @@
 
 use proxy_wasm::types::{BufferType, MapType, MetricType, Status};
 
+use crate::header_map::HeaderMap;
+
 /// A header map the filter uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Map {
@@ -35,9 +37,8 @@ pub(crate) const WHOLE_BODY: usize = usize::MAX;
 /// What the adapter asks of the host. Every operation names the map or buffer it acts
 /// on and returns the host's status on failure.
 pub(crate) trait Host {
-    /// Every header of the map, in order (names and values decoded lossily): one
-    /// call, which the adapter then looks headers up in.
-    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status>;
+    /// Every header of the map: one call, which the adapter then looks headers up in.
+    fn headers(&mut self, map: Map) -> Result<HeaderMap, Status>;
     /// Replaces (or adds) header `name`.
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status>;
     /// Removes every value of header `name`.
@@ -98,17 +99,8 @@ fn buffer_type(body: Body) -> BufferType {
 }
 
 impl Host for ProxyWasmHost {
-    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status> {
-        let lossy = |b: Vec<u8>| {
-            String::from_utf8(b)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-        };
-        crate::abi::header_pairs(map_type(map)).map(|pairs| {
-            pairs
-                .into_iter()
-                .map(|(k, v)| (lossy(k), lossy(v)))
-                .collect()
-        })
+    fn headers(&mut self, map: Map) -> Result<HeaderMap, Status> {
+        crate::abi::header_map(map_type(map))
     }
 
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {

@@ -24,6 +24,7 @@
 
 mod abi;
 mod adapter;
+mod header_map;
 mod host;
 #[cfg(test)]
 mod mock_host;

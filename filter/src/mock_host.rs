@@ -30,6 +30,7 @@ use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
 
 use crate::adapter;
+use crate::header_map::HeaderMap;
 use crate::host::{Body, Host, Map};
 use crate::Filter;
 
@@ -422,12 +423,21 @@ impl MockHost {
 }
 
 impl Host for MockHost {
-    fn headers(&mut self, map: Map) -> Result<Vec<(String, String)>, Status> {
-        match self.enter(Call::Headers { map }, self.map_rule(map)) {
-            Ok(()) => Ok(self.map_mut(map).clone()),
-            Err(Refused::Fault(status) | Refused::Rule(Some(status))) => Err(status),
-            Err(Refused::Rule(None)) => Ok(Vec::new()),
-        }
+    fn headers(&mut self, map: Map) -> Result<HeaderMap, Status> {
+        let pairs = match self.enter(Call::Headers { map }, self.map_rule(map)) {
+            Ok(()) => self.map_mut(map).clone(),
+            Err(Refused::Fault(status) | Refused::Rule(Some(status))) => return Err(status),
+            Err(Refused::Rule(None)) => Vec::new(),
+        };
+        let pairs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        // As Envoy hands it over: serialized, then read back.
+        crate::abi::serialize_map(&pairs)
+            .ok()
+            .and_then(HeaderMap::parse)
+            .ok_or(Status::SerializationFailure)
     }
 
     fn set_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {
