@@ -49,6 +49,8 @@ pub struct Config {
     /// `FERRY_SHIM_ADVERTISE` (the TCP listen address): this shim's address as Envoy's
     /// cluster knows it, sealed into sessions so a pinned one is routed back here.
     pub advertise: String,
+    /// `FERRY_SHIM_THREADS` (1): the runtime's worker threads.
+    pub threads: usize,
     /// `FERRY_SHIM_UNIX` (unset): an extra unix-socket listener.
     pub unix_listen: Option<PathBuf>,
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
@@ -226,6 +228,7 @@ impl Config {
             database: var("FERRY_MYSQL_DATABASE").unwrap_or_else(|| "ferry".into()),
             pool_max,
             max_pools: size("FERRY_MAX_POOLS", 64)?.max(1),
+            threads: size("FERRY_SHIM_THREADS", 1)?.max(1),
             pool_idle: secs("FERRY_POOL_IDLE_SECS", 60)?,
             conn_lifetime: secs("FERRY_POOL_CONN_LIFETIME_SECS", 600)?,
             pool_wait: secs("FERRY_POOL_WAIT_SECS", 10)?,

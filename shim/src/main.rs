@@ -10,8 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cfg = match Config::from_env() {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -20,7 +19,21 @@ async fn main() -> ExitCode {
         }
     };
     log::set_level(cfg.log_level);
-    match run(cfg).await {
+    // FERRY_SHIM_THREADS workers (1 by default): one thread serves a request with no
+    // cross-thread wake-ups, which costs the shim (and MySQL) less CPU per request
+    // until that thread fills a core (loadtest/README.md "Cost per query").
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.threads)
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            ferry_shim::log!(Level::Error, "cannot start the runtime", error = e);
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cfg)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             ferry_shim::log!(Level::Error, "cannot start", error = e);
