@@ -258,7 +258,8 @@ envoy_up() {
   scenario="${FERRY_ENVOY_SCENARIO:-$scenario}"
   [ -f "$ROOT/envoy/$scenario.yaml" ] || { echo "no Envoy scenario envoy/$scenario.yaml" >&2; exit 2; }
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
-  start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn
+  start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn \
+    ${FERRY_ENVOY_CONCURRENCY:+--concurrency "$FERRY_ENVOY_CONCURRENCY"}
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
   # FERRY_WAIT_HEALTHY=true: and until Envoy has seen its shims healthy. Before a health
   # check passes, strict session affinity answers a pinned request "transaction lost";
