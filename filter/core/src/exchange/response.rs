@@ -6,6 +6,7 @@
 use ferry_compress::Encoding;
 
 use super::stream::StreamConverter;
+use super::unary_json::UnaryJson;
 use super::ResponseHeadersStep;
 use super::{BodyEdit, Call, Reset, ResponseBodyStep, ResponseEdit, ResponseHead};
 use crate::affinity;
@@ -40,6 +41,8 @@ pub(super) enum ResponseFlow {
     },
     /// The shim's stream, converted chunk by chunk as it arrives.
     Stream(Box<StreamConverter>),
+    /// A Connect unary JSON success, transcoded chunk by chunk as it arrives.
+    Transcode(Box<UnaryJson>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,10 +89,13 @@ impl Call {
                 pinned.unknown(head.envoy.reached());
             }
         }
-        let flow = if lost {
-            convert(Conversion::Lost, status, false)
-        } else {
-            self.response_flow(status, media, declared, settings)
+        let flow = match self.response_flow(status, media, declared, settings) {
+            _ if lost => convert(Conversion::Lost, status, false),
+            // No body will come: the buffered path answers from the headers.
+            ResponseFlow::Transcode(_) if end_of_stream => {
+                convert(Conversion::Success, status, false)
+            }
+            flow => flow,
         };
         if let Some(declared) = declared {
             if let Err(rejection) = limits.check_response(declared) {
@@ -126,6 +132,13 @@ impl Call {
                     .set
                     .push(("content-type", client.media_type.to_owned()));
                 self.name_encoding(&mut edits);
+                edits.remove.push("content-length");
+                self.response = flow;
+                return ResponseHeadersStep::Forward(edits);
+            }
+            ResponseFlow::Transcode(_) => {
+                let (_, content_type) = client.wire.answer_head(client.media_type, None);
+                edits.set.push(("content-type", content_type.to_owned()));
                 edits.remove.push("content-length");
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
@@ -202,8 +215,12 @@ impl Call {
             let may_compress = (self.answer_encoding != Encoding::Identity
                 || self.envoy_encoding.is_some())
                 && !small;
+            let streams = self.client.codec == Codec::Json && self.rpc.streams_json;
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
+                (false, false) if streams => {
+                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits)))
+                }
                 (_, held) => convert(Conversion::Success, status, held),
             };
         }
@@ -244,6 +261,14 @@ impl Call {
             ResponseFlow::Stream(stream) => {
                 stream.at_end = end_of_stream;
                 return ResponseBodyStep::Read(body_size);
+            }
+            ResponseFlow::Transcode(json) => {
+                json.at_end = end_of_stream;
+                return match json.admit(body_size, limits) {
+                    Ok(()) => ResponseBodyStep::Read(body_size),
+                    // A 200 is out; only a success body may follow, and it is too large.
+                    Err(Reset(message)) => ResponseBodyStep::Reset(message),
+                };
             }
             ResponseFlow::Convert {
                 kind,
@@ -376,6 +401,11 @@ impl Call {
                     ),
                 }
             }
+            // Every chunk went on already: the JSON's end cannot follow trailers (the
+            // shim never sends any with a unary answer).
+            ResponseFlow::Transcode(_) => ResponseBodyStep::Reset(
+                "the shim's answer ended with HTTP trailers; its JSON cannot be completed after them".into(),
+            ),
             ResponseFlow::Idle | ResponseFlow::Pass => ResponseBodyStep::Continue,
         }
     }
@@ -393,6 +423,14 @@ impl Call {
                     self.response = ResponseFlow::Idle;
                 }
                 Ok(edit)
+            }
+            ResponseFlow::Transcode(json) => {
+                let at_end = json.at_end;
+                let converted = json.convert(body, self.rpc, settings.limits);
+                if at_end || converted.is_err() {
+                    self.response = ResponseFlow::Idle;
+                }
+                Ok(ResponseEdit::replace(converted?, Vec::new()))
             }
             ResponseFlow::Convert {
                 kind, status, held, ..
