@@ -311,11 +311,7 @@ impl Transcoder {
 
     /// Reads one token (header or varint) from the carried bytes and `input`;
     /// `Ok(None)` when `input` ran out first (what there is is carried).
-    fn token<T>(
-        &mut self,
-        input: &mut &[u8],
-        parse: Parse<T>,
-    ) -> Result<Option<T>, ToJsonError> {
+    fn token<T>(&mut self, input: &mut &[u8], parse: Parse<T>) -> Result<Option<T>, ToJsonError> {
         let room = match self.frames.last().and_then(|f| f.end) {
             Some(end) => usize::try_from(end.saturating_sub(self.pos)).unwrap_or(usize::MAX),
             None => usize::MAX,

@@ -164,6 +164,10 @@ fn same_json_as_pbjson_for_any_cuts() {
         let got: serde_json::Value = serde_json::from_slice(&json)
             .unwrap_or_else(|e| panic!("case {case}: {e}: {}", String::from_utf8_lossy(&json)));
         assert_eq!(got, want, "case {case}");
+        // Canonical input: the very same bytes too (so no key is written twice).
+        let mut reference = Vec::new();
+        from_proto::<ExecuteResponse>(&proto, &mut reference, usize::MAX).unwrap();
+        assert_eq!(json, reference, "case {case}");
         // The whole-body form gives the very same bytes.
         let mut whole = b"xx".to_vec();
         execute_to_json(&proto, &mut whole, usize::MAX).unwrap();

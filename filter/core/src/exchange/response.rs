@@ -92,8 +92,8 @@ impl Call {
         let flow = match self.response_flow(status, media, declared, settings) {
             _ if lost => convert(Conversion::Lost, status, false),
             // No body will come: the buffered path answers from the headers.
-            ResponseFlow::Transcode(_) if end_of_stream => {
-                convert(Conversion::Success, status, false)
+            ResponseFlow::Transcode(json) if end_of_stream => {
+                convert(Conversion::Success, status, json.envoy_compresses)
             }
             flow => flow,
         };
@@ -110,15 +110,17 @@ impl Call {
             remove: vec![affinity::HEADER],
         };
         // Envoy's compressor compresses what it sees unless told not to: only a held
-        // success is judged (in `success`); anything else is small or an error.
-        let judged = matches!(
-            flow,
+        // success is judged (in `success`), and a streamed one by its size; anything
+        // else is small or an error.
+        let judged = match &flow {
             ResponseFlow::Convert {
                 kind: Conversion::Success,
-                held: true,
+                held,
                 ..
-            }
-        );
+            } => *held,
+            ResponseFlow::Transcode(json) => json.envoy_compresses,
+            _ => false,
+        };
         if self.envoy_encoding.is_some() && !judged {
             edits.set.push(compression::no_transform());
         }
@@ -216,10 +218,19 @@ impl Call {
                 || self.envoy_encoding.is_some())
                 && !small;
             let streams = self.client.codec == Codec::Json && self.rpc.streams_json;
+            // Envoy's compressor judged by the size alone: protojson of a declared
+            // size past `min_bytes` always pays (its bulk is base64, which packs to
+            // about 3/4 whatever the bytes), so no sample needs to be held.
+            let envoy_compresses = self.answer_encoding == Encoding::Identity
+                && self.envoy_encoding.is_some()
+                && declared.is_some();
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
                 (false, false) if streams => {
-                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits)))
+                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, false)))
+                }
+                (false, true) if streams && envoy_compresses => {
+                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, true)))
                 }
                 (_, held) => convert(Conversion::Success, status, held),
             };

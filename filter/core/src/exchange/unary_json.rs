@@ -4,8 +4,8 @@
 //! and the VM holds only a partial field at a time, so a large answer costs Envoy
 //! about one copy of it instead of four.
 //!
-//! Used when the answer is not compressed by the filter (identity, or too small for
-//! any codec): the headers go out at once, so a failure after them (a malformed
+//! Used when the answer is not compressed by the filter (identity, too small for any
+//! codec, or left to Envoy's zstd compressor): the headers go out at once, so a failure after them (a malformed
 //! message, the JSON outgrowing `max_response_bytes`) resets the stream, as the
 //! buffered path did for an answer whose headers were out.
 
@@ -23,14 +23,18 @@ pub(crate) struct UnaryJson {
     seen: usize,
     /// The body ends with the chunk being converted.
     pub(super) at_end: bool,
+    /// Envoy's compressor encodes the JSON on its way out (it was judged worth it
+    /// from its declared size), so the answer gets no `no-transform`.
+    pub(super) envoy_compresses: bool,
 }
 
 impl UnaryJson {
-    pub(super) fn new(limits: Limits) -> Self {
+    pub(super) fn new(limits: Limits, envoy_compresses: bool) -> Self {
         UnaryJson {
             transcoder: Transcoder::new(limits.max_response_bytes),
             seen: 0,
             at_end: false,
+            envoy_compresses,
         }
     }
 
