@@ -35,7 +35,10 @@ const BASE64_SLICE: usize = 3 * 16 * 1024;
 /// The whole `proto` at once (the buffered paths): same contract as
 /// [`super::json::from_proto`] (appends to `out`, which stays within `max_len`).
 pub fn execute_to_json(proto: &[u8], out: &mut Vec<u8>, max_len: usize) -> Result<(), ToJsonError> {
-    let mut transcoder = Transcoder::new(max_len.saturating_sub(out.len()));
+    let room = max_len.saturating_sub(out.len());
+    // Base64 is 4/3 of the bytes; one allocation for the usual answer, bounded by the cap.
+    out.reserve((proto.len().saturating_mul(3) / 2).min(room));
+    let mut transcoder = Transcoder::new(room);
     transcoder.feed(proto, out)?;
     transcoder.finish(out)
 }
