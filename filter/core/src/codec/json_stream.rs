@@ -15,7 +15,6 @@
 //! else is refused with an error, as are groups and unknown fields inside a `Row`;
 //! nothing here panics, and truncated or garbage input is an error.
 
-use base64::Engine;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::QueryResult;
 use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
@@ -592,15 +591,24 @@ impl Transcoder {
         if bytes.is_empty() {
             return Ok(());
         }
-        let n = bytes.len().div_ceil(3) * 4;
+        let engine = base64_simd::STANDARD;
+        let n = engine.encoded_length(bytes.len());
         self.charge(n)?;
         let start = out.len();
         out.resize(start + n, 0);
         let slot = out.get_mut(start..).unwrap_or_default();
-        base64::engine::general_purpose::STANDARD
-            .encode_slice(bytes, slot)
-            .map_err(|e| ToJsonError::Invalid(CodecError(format!("cannot encode base64: {e}"))))?;
-        Ok(())
+        // Exactly `encoded_length` bytes of room: the engine's one precondition.
+        if slot.len() != n {
+            return Err(ToJsonError::Invalid(CodecError(
+                "base64 room mismatch".into(),
+            )));
+        }
+        let written = engine.encode(bytes, base64_simd::Out::from_slice(slot)).len();
+        if written == n {
+            Ok(())
+        } else {
+            Err(ToJsonError::Invalid(CodecError("base64 length mismatch".into())))
+        }
     }
 
     fn charge(&mut self, n: usize) -> Result<(), ToJsonError> {
