@@ -24,6 +24,7 @@
 mod request;
 mod response;
 mod stream;
+mod unary_json;
 
 use ferry_compress::Encoding;
 

@@ -21,7 +21,7 @@
 
 pub mod affinity;
 mod auth;
-mod codec;
+pub mod codec;
 mod compression;
 pub mod config;
 mod connect_get;

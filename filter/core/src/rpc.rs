@@ -4,12 +4,12 @@
 
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
-    ExecuteRequest, ExecuteResponse, PrepareRequest, PrepareResponse,
+    ExecuteRequest, PrepareRequest, PrepareResponse,
 };
 
 use ferry_wire::rpc::Method;
 
-use crate::codec::{json, proto, CodecError};
+use crate::codec::{json, json_stream, proto, CodecError};
 use crate::early_data::{self, Policy};
 
 /// Writes a response message as protojson into a buffer, up to a length.
@@ -28,6 +28,9 @@ pub struct Rpc {
     pub validate_request: fn(&[u8]) -> Result<(), CodecError>,
     /// Protobuf response → protojson, appended to the given buffer.
     pub response_to_json: ResponseToJson,
+    /// Its unary JSON answer can be transcoded as it streams
+    /// ([`crate::codec::json_stream`] reads `ExecuteResponse`).
+    pub streams_json: bool,
     /// What it may do when it arrives in HTTP/3 early data (0-RTT).
     pub early_data: Policy,
     /// Its request carries a `Session` (field 1): with session affinity on, its
@@ -52,7 +55,8 @@ pub const RPCS: &[Rpc] = &[
         streaming: Method::Execute.streaming(),
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
-        response_to_json: json::from_proto::<ExecuteResponse>,
+        response_to_json: json_stream::execute_to_json,
+        streams_json: true,
         early_data: Policy::Inspect(early_data::execute),
         carries_session: true,
         get: true,
@@ -66,7 +70,8 @@ pub const RPCS: &[Rpc] = &[
         streaming: Method::StreamExecute.streaming(),
         request_from_json: json::to_proto::<ExecuteRequest>,
         validate_request: proto::validate::<ExecuteRequest>,
-        response_to_json: json::from_proto::<ExecuteResponse>,
+        response_to_json: json_stream::execute_to_json,
+        streams_json: false,
         early_data: Policy::Inspect(early_data::execute),
         carries_session: true,
         get: false,
@@ -78,6 +83,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<CreateSessionRequest>,
         validate_request: proto::validate::<CreateSessionRequest>,
         response_to_json: json::from_proto::<CreateSessionResponse>,
+        streams_json: false,
         early_data: Policy::Allow,
         carries_session: false,
         get: false,
@@ -93,6 +99,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<PrepareRequest>,
         validate_request: proto::validate::<PrepareRequest>,
         response_to_json: json::from_proto::<PrepareResponse>,
+        streams_json: false,
         early_data: Policy::Allow,
         carries_session: true,
         get: false,
@@ -104,6 +111,7 @@ pub const RPCS: &[Rpc] = &[
         request_from_json: json::to_proto::<CloseSessionRequest>,
         validate_request: proto::validate::<CloseSessionRequest>,
         response_to_json: json::from_proto::<CloseSessionResponse>,
+        streams_json: false,
         early_data: Policy::Refuse("CloseSession"),
         carries_session: true,
         get: false,

@@ -2,6 +2,7 @@
 //! (prost). Generic over the message type; `rpc.rs` instantiates them per RPC.
 
 pub mod json;
+pub mod json_stream;
 pub mod proto;
 
 use std::fmt;

@@ -6,6 +6,7 @@
 use ferry_compress::Encoding;
 
 use super::stream::StreamConverter;
+use super::unary_json::UnaryJson;
 use super::ResponseHeadersStep;
 use super::{BodyEdit, Call, Reset, ResponseBodyStep, ResponseEdit, ResponseHead};
 use crate::affinity;
@@ -40,6 +41,8 @@ pub(super) enum ResponseFlow {
     },
     /// The shim's stream, converted chunk by chunk as it arrives.
     Stream(Box<StreamConverter>),
+    /// A Connect unary JSON success, transcoded chunk by chunk as it arrives.
+    Transcode(Box<UnaryJson>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,10 +89,13 @@ impl Call {
                 pinned.unknown(head.envoy.reached());
             }
         }
-        let flow = if lost {
-            convert(Conversion::Lost, status, false)
-        } else {
-            self.response_flow(status, media, declared, settings)
+        let flow = match self.response_flow(status, media, declared, settings) {
+            _ if lost => convert(Conversion::Lost, status, false),
+            // No body will come: the buffered path answers from the headers.
+            ResponseFlow::Transcode(json) if end_of_stream => {
+                convert(Conversion::Success, status, json.envoy_compresses)
+            }
+            flow => flow,
         };
         if let Some(declared) = declared {
             if let Err(rejection) = limits.check_response(declared) {
@@ -104,15 +110,17 @@ impl Call {
             remove: vec![affinity::HEADER],
         };
         // Envoy's compressor compresses what it sees unless told not to: only a held
-        // success is judged (in `success`); anything else is small or an error.
-        let judged = matches!(
-            flow,
+        // success is judged (in `success`), and a streamed one by its size; anything
+        // else is small or an error.
+        let judged = match &flow {
             ResponseFlow::Convert {
                 kind: Conversion::Success,
-                held: true,
+                held,
                 ..
-            }
-        );
+            } => *held,
+            ResponseFlow::Transcode(json) => json.envoy_compresses,
+            _ => false,
+        };
         if self.envoy_encoding.is_some() && !judged {
             edits.set.push(compression::no_transform());
         }
@@ -126,6 +134,13 @@ impl Call {
                     .set
                     .push(("content-type", client.media_type.to_owned()));
                 self.name_encoding(&mut edits);
+                edits.remove.push("content-length");
+                self.response = flow;
+                return ResponseHeadersStep::Forward(edits);
+            }
+            ResponseFlow::Transcode(_) => {
+                let (_, content_type) = client.wire.answer_head(client.media_type, None);
+                edits.set.push(("content-type", content_type.to_owned()));
                 edits.remove.push("content-length");
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
@@ -202,8 +217,21 @@ impl Call {
             let may_compress = (self.answer_encoding != Encoding::Identity
                 || self.envoy_encoding.is_some())
                 && !small;
+            let streams = self.client.codec == Codec::Json && self.rpc.streams_json;
+            // Envoy's compressor judged by the size alone: protojson of a declared
+            // size past `min_bytes` always pays (its bulk is base64, which packs to
+            // about 3/4 whatever the bytes), so no sample needs to be held.
+            let envoy_compresses = self.answer_encoding == Encoding::Identity
+                && self.envoy_encoding.is_some()
+                && declared.is_some();
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
+                (false, false) if streams => {
+                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, false)))
+                }
+                (false, true) if streams && envoy_compresses => {
+                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, true)))
+                }
                 (_, held) => convert(Conversion::Success, status, held),
             };
         }
@@ -244,6 +272,14 @@ impl Call {
             ResponseFlow::Stream(stream) => {
                 stream.at_end = end_of_stream;
                 return ResponseBodyStep::Read(body_size);
+            }
+            ResponseFlow::Transcode(json) => {
+                json.at_end = end_of_stream;
+                return match json.admit(body_size, limits) {
+                    Ok(()) => ResponseBodyStep::Read(body_size),
+                    // A 200 is out; only a success body may follow, and it is too large.
+                    Err(Reset(message)) => ResponseBodyStep::Reset(message),
+                };
             }
             ResponseFlow::Convert {
                 kind,
@@ -376,6 +412,11 @@ impl Call {
                     ),
                 }
             }
+            // Every chunk went on already: the JSON's end cannot follow trailers (the
+            // shim never sends any with a unary answer).
+            ResponseFlow::Transcode(_) => ResponseBodyStep::Reset(
+                "the shim's answer ended with HTTP trailers; its JSON cannot be completed after them".into(),
+            ),
             ResponseFlow::Idle | ResponseFlow::Pass => ResponseBodyStep::Continue,
         }
     }
@@ -393,6 +434,14 @@ impl Call {
                     self.response = ResponseFlow::Idle;
                 }
                 Ok(edit)
+            }
+            ResponseFlow::Transcode(json) => {
+                let at_end = json.at_end;
+                let converted = json.convert(body, self.rpc, settings.limits);
+                if at_end || converted.is_err() {
+                    self.response = ResponseFlow::Idle;
+                }
+                Ok(ResponseEdit::replace(converted?, Vec::new()))
             }
             ResponseFlow::Convert {
                 kind, status, held, ..

@@ -410,3 +410,119 @@ fn an_incompressible_connect_answer_is_kept_from_envoys_compressor() {
     assert_eq!(edit.headers.get("content-encoding"), None);
     assert_eq!(edit.body, BodyEdit::Keep);
 }
+
+/// Drives a streamed Connect JSON answer: its header edits, and the JSON its chunks
+/// (cut every `cut` bytes) were replaced with.
+fn streamed_json(ex: &mut Exchange, answer: &[u8], cut: usize) -> (HeaderEdits, Vec<u8>) {
+    let mut head = response("200", "application/proto");
+    head.content_length = Some(answer.len().to_string());
+    let step = ex.on_response_headers(&head, false);
+    let ResponseHeadersStep::Forward(edits) = step else {
+        panic!("{step:?}")
+    };
+    let mut json = Vec::new();
+    let chunks: Vec<&[u8]> = answer.chunks(cut).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let step = ex.on_response_body(chunk.len(), i + 1 == chunks.len());
+        assert_eq!(step, ResponseBodyStep::Read(chunk.len()));
+        let edit = ex.finish_response(chunk).unwrap();
+        assert!(!edit.pause && edit.trailers.is_empty() && edit.headers.is_empty());
+        json.extend_from_slice(replaced(&edit));
+    }
+    (edits, json)
+}
+
+#[test]
+fn connect_json_goes_out_as_it_arrives_when_the_filter_does_not_compress() {
+    let answer = large_answer(300);
+    let want = json_of(&{
+        let mut out = Vec::new();
+        crate::codec::json::from_proto::<ExecuteResponse>(&answer, &mut out, usize::MAX).unwrap();
+        out
+    });
+    // Identity; and zstd, which Envoy's compressor applies (judged by the declared
+    // size: protojson always pays), so the answer is not marked `no-transform`.
+    for (accept, envoy, marked) in [
+        ("identity", vec![Encoding::Zstd], false),
+        ("zstd", vec![Encoding::Zstd], false),
+    ] {
+        let mut ex = compressing_with("application/json", ("accept-encoding", accept), envoy);
+        let (edits, json) = streamed_json(&mut ex, &answer, 1000);
+        assert_eq!(edits.get("content-type"), Some("application/json"));
+        assert!(edits.remove.contains(&"content-length"));
+        assert_eq!(edits.get("content-encoding"), None);
+        assert_eq!(edits.get("cache-control").is_some(), marked, "{accept}");
+        assert_eq!(json_of(&json), want, "{accept}");
+    }
+    // A codec of the filter's own still holds the headers to name it.
+    let mut ex = compressing_with("application/json", ("accept-encoding", "gzip"), Vec::new());
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert!(matches!(step, ResponseHeadersStep::Hold(_)), "{step:?}");
+}
+
+#[test]
+fn a_streamed_connect_json_answer_that_goes_wrong_is_reset() {
+    // Garbage after a good start: the 200 is out, so the stream is reset.
+    let mut ex = compressing_with(
+        "application/json",
+        ("accept-encoding", "identity"),
+        Vec::new(),
+    );
+    let mut head = response("200", "application/proto");
+    head.content_length = Some("4".into());
+    assert!(matches!(
+        ex.on_response_headers(&head, false),
+        ResponseHeadersStep::Forward(_)
+    ));
+    assert_eq!(ex.on_response_body(2, false), ResponseBodyStep::Read(2));
+    assert!(ex.finish_response(&[0x12, 0x00]).is_ok());
+    assert_eq!(ex.on_response_body(2, true), ResponseBodyStep::Read(2));
+    let Err(Reset(message)) = ex.finish_response(&[0x0b, 0x00]) else {
+        panic!()
+    };
+    assert!(message.contains("not valid"), "{message}");
+    // JSON past the limit (base64 outgrows the proto): reset with the limit's message.
+    let answer = large_answer(300);
+    let mut ex = Exchange::new(std::rc::Rc::new(Config {
+        limits: Limits {
+            max_request_bytes: 1000,
+            max_response_bytes: answer.len() + 10,
+        },
+        ..Config::default()
+    }));
+    let step = ex.on_request_headers(&head_json(), false);
+    assert!(!matches!(step, RequestHeadersStep::Reply(_)));
+    assert_eq!(ex.on_request_body(2, true), RequestBodyStep::Read);
+    ex.finish_request(b"{}".to_vec()).unwrap();
+    let mut head = response("200", "application/proto");
+    head.content_length = Some(answer.len().to_string());
+    assert!(matches!(
+        ex.on_response_headers(&head, false),
+        ResponseHeadersStep::Forward(_)
+    ));
+    assert_eq!(
+        ex.on_response_body(answer.len(), true),
+        ResponseBodyStep::Read(answer.len())
+    );
+    let Err(Reset(message)) = ex.finish_response(&answer) else {
+        panic!()
+    };
+    assert!(message.contains("response limit"), "{message}");
+    // A body past the limit is reset before it is read.
+    let mut ex = compressing_with(
+        "application/json",
+        ("accept-encoding", "identity"),
+        Vec::new(),
+    );
+    let mut head = response("200", "application/proto");
+    head.content_length = Some("10".into());
+    ex.on_response_headers(&head, false);
+    assert!(matches!(
+        ex.on_response_body((1 << 20) + 1, false),
+        ResponseBodyStep::Reset(_)
+    ));
+}
+
+fn head_json() -> RequestHead {
+    head(EXECUTE, "application/json")
+}
