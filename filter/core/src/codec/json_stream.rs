@@ -603,11 +603,15 @@ impl Transcoder {
                 "base64 room mismatch".into(),
             )));
         }
-        let written = engine.encode(bytes, base64_simd::Out::from_slice(slot)).len();
+        let written = engine
+            .encode(bytes, base64_simd::Out::from_slice(slot))
+            .len();
         if written == n {
             Ok(())
         } else {
-            Err(ToJsonError::Invalid(CodecError("base64 length mismatch".into())))
+            Err(ToJsonError::Invalid(CodecError(
+                "base64 length mismatch".into(),
+            )))
         }
     }
 
