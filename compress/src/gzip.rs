@@ -22,6 +22,36 @@ pub(crate) fn compress(level: Level, input: &[u8], out: &mut Vec<u8>) {
     debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
 }
 
+/// A gzip member written as its input arrives: each [`GzipStream::write`] hands
+/// over the compressed bytes produced so far, [`GzipStream::finish`] the rest and the
+/// trailer (CRC-32, size). For answers sent chunk by chunk.
+pub struct GzipStream(GzEncoder<Vec<u8>>);
+
+impl GzipStream {
+    pub fn new(level: Level) -> Self {
+        let level = match level {
+            Level::Fastest => Compression::fast(),
+            Level::Default => Compression::default(),
+        };
+        GzipStream(GzEncoder::new(Vec::new(), level))
+    }
+
+    /// Compresses `input`, appending what is ready to `out`.
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail.
+        let result = self.0.write_all(input);
+        debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
+        out.append(self.0.get_mut());
+    }
+
+    /// Ends the member, appending the rest to `out`.
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        let result = self.0.try_finish();
+        debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
+        out.append(self.0.get_mut());
+    }
+}
+
 pub(crate) fn decompress(
     input: &[u8],
     limit: usize,
@@ -29,4 +59,28 @@ pub(crate) fn decompress(
 ) -> Result<(), DecompressError> {
     let start = out.len();
     read_bounded(MultiGzDecoder::new(input), start, limit, out)
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_written_in_chunks_is_one_member() {
+        let input: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let mut stream = GzipStream::new(Level::Fastest);
+        let mut out = Vec::new();
+        for chunk in input.chunks(7_001) {
+            stream.write(chunk, &mut out);
+        }
+        stream.finish(&mut out);
+        let mut back = Vec::new();
+        decompress(&out, input.len(), &mut back).unwrap();
+        assert_eq!(back, input);
+        let mut whole = Vec::new();
+        compress(Level::Fastest, &input, &mut whole);
+        assert_eq!(out, whole, "the same bytes as compressing it whole");
+    }
 }

@@ -37,6 +37,7 @@ mod zstd;
 pub use adaptive::Policy;
 pub use encoding::{Encoding, SUPPORTED};
 pub use error::DecompressError;
+pub use gzip::GzipStream;
 pub use negotiate::choose;
 
 /// How hard to compress. Only gzip has real levels today (ruzstd implements only its

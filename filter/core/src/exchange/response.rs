@@ -92,9 +92,11 @@ impl Call {
         let flow = match self.response_flow(status, media, declared, settings) {
             _ if lost => convert(Conversion::Lost, status, false),
             // No body will come: the buffered path answers from the headers.
-            ResponseFlow::Transcode(json) if end_of_stream => {
-                convert(Conversion::Success, status, json.envoy_compresses)
-            }
+            ResponseFlow::Transcode(json) if end_of_stream => convert(
+                Conversion::Success,
+                status,
+                json.envoy_compresses || json.gzips(),
+            ),
             flow => flow,
         };
         if let Some(declared) = declared {
@@ -138,9 +140,13 @@ impl Call {
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
             }
-            ResponseFlow::Transcode(_) => {
+            ResponseFlow::Transcode(json) => {
                 let (_, content_type) = client.wire.answer_head(client.media_type, None);
                 edits.set.push(("content-type", content_type.to_owned()));
+                if json.gzips() {
+                    let header = client.wire.encoding_headers().content;
+                    edits.set.push((header, Encoding::Gzip.name().to_owned()));
+                }
                 edits.remove.push("content-length");
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
@@ -224,6 +230,8 @@ impl Call {
             let envoy_compresses = self.answer_encoding == Encoding::Identity
                 && self.envoy_encoding.is_some()
                 && declared.is_some();
+            // The same holds for gzip, which the filter then writes as the JSON comes.
+            let filter_gzips = self.answer_encoding == Encoding::Gzip && declared.is_some();
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
                 (false, false) if streams => {
@@ -232,6 +240,9 @@ impl Call {
                 (false, true) if streams && envoy_compresses => {
                     ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, true)))
                 }
+                (false, true) if streams && filter_gzips => ResponseFlow::Transcode(Box::new(
+                    UnaryJson::gzipped(settings.limits, settings.compression.level),
+                )),
                 (_, held) => convert(Conversion::Success, status, held),
             };
         }

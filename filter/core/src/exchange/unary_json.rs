@@ -4,10 +4,14 @@
 //! and the VM holds only a partial field at a time, so a large answer costs Envoy
 //! about one copy of it instead of four.
 //!
-//! Used when the answer is not compressed by the filter (identity, too small for any
-//! codec, or left to Envoy's zstd compressor): the headers go out at once, so a failure after them (a malformed
-//! message, the JSON outgrowing `max_response_bytes`) resets the stream, as the
-//! buffered path did for an answer whose headers were out.
+//! Used when the answer is identity, too small for any codec, left to Envoy's zstd
+//! compressor, or gzip, which the filter then writes as the JSON comes ([`GzipStream`]):
+//! both compressed cases are judged by the declared size alone, since protojson's bulk
+//! is base64, which always packs to about 3/4. The headers go out at once, so a failure
+//! after them (a malformed message, the JSON outgrowing `max_response_bytes`) resets
+//! the stream, as the buffered path did for an answer whose headers were out.
+
+use ferry_compress::{GzipStream, Level};
 
 use super::response::json_failure;
 use super::Reset;
@@ -26,6 +30,8 @@ pub(crate) struct UnaryJson {
     /// Envoy's compressor encodes the JSON on its way out (it was judged worth it
     /// from its declared size), so the answer gets no `no-transform`.
     pub(super) envoy_compresses: bool,
+    /// The filter gzips the JSON as it goes (`content-encoding: gzip`).
+    gzip: Option<GzipStream>,
 }
 
 impl UnaryJson {
@@ -35,7 +41,21 @@ impl UnaryJson {
             seen: 0,
             at_end: false,
             envoy_compresses,
+            gzip: None,
         }
+    }
+
+    /// The same, gzipped by the filter at `level` on the way.
+    pub(super) fn gzipped(limits: Limits, level: Level) -> Self {
+        UnaryJson {
+            gzip: Some(GzipStream::new(level)),
+            ..UnaryJson::new(limits, false)
+        }
+    }
+
+    /// The filter compresses this answer (its headers name the encoding).
+    pub(super) fn gzips(&self) -> bool {
+        self.gzip.is_some()
     }
 
     /// Counts the next chunk's `size` against the response limit before it is read.
@@ -60,6 +80,16 @@ impl UnaryJson {
         if self.at_end {
             self.transcoder.finish(&mut out).map_err(fail)?;
         }
-        Ok(out)
+        let Some(gzip) = self.gzip.as_mut() else {
+            return Ok(out);
+        };
+        let mut packed = Vec::with_capacity(out.len() / 2);
+        gzip.write(&out, &mut packed);
+        if self.at_end {
+            if let Some(gzip) = self.gzip.take() {
+                gzip.finish(&mut packed);
+            }
+        }
+        Ok(packed)
     }
 }
