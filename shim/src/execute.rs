@@ -463,7 +463,13 @@ pub async fn execute(
 ) -> Result<Answer, ConnectError> {
     let mut span = trace.statement(&req.query);
     let answer = execute_spanned(app, creds, req, deadline, watch, &mut span).await;
-    span.finish(answer.as_ref().map(|a| &a.message), None);
+    // An Execute's rows travel encoded, beside its message: their count is the answer's.
+    let rows = answer
+        .as_ref()
+        .ok()
+        .filter(|a| a.message.result.is_some())
+        .map(|a| a.rows.count as u64);
+    span.finish(answer.as_ref().map(|a| &a.message), rows);
     answer
 }
 

@@ -216,8 +216,9 @@ impl Statement {
         }
     }
 
-    /// The statement's answer (`rows`: how many a stream sent; an Execute's
-    /// are in the answer), or the Connect error it ended with.
+    /// The statement's answer (`rows`: how many it returned, when its result does
+    /// not hold them: a stream sent them, an Execute's travel encoded), or the
+    /// Connect error it ended with.
     pub fn finish(mut self, answer: Result<&ExecuteResponse, &ConnectError>, rows: Option<u64>) {
         let Some(span) = &mut self.0 else { return };
         let resp = match answer {
