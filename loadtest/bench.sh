@@ -21,7 +21,7 @@
 #   bench.sh cost-report DIR     re-render DIR/cost.md from DIR/runs
 #   bench.sh down                stop a bench stack / namespaces left by an interrupted run
 # Results: loadtest/results/<timestamp>/ (results.md, results.json, charts/*.png, runs/, logs/).
-# Knobs: FAR_LOSS=<percent> (far shape loss), WORKLOADS="cold-start warm-select ..."
+# Knobs: FAR_LOSS=<percent> (far shape loss), CPU=1 (full: CPU per call of each process), WORKLOADS="cold-start warm-select ..."
 # (subset), CLIENTS="mysql h2 h3", SWEEP_VUS="4 8 ...", SWEEP_DURATION=10s (also replicas),
 # compression: PARTS="far far-envoy loopback pair envoy", CODECS="identity gzip zstd snappy s2", PROTO_CODECS
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
@@ -776,6 +776,8 @@ case "${1:-}" in
     finish ;;
   full)
     prepare full; use_ns
+    # CPU=1: CPU per call of Envoy, the shim and MariaDB next to each run.
+    [ "${CPU:-0}" = 1 ] && CPU_PIDS="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)"
     for net in ${NETS:-loopback near far}; do
       LOSS="${FAR_LOSS:-0}" shape "$net"
       for w in $WORKLOADS; do workload "$w"; done

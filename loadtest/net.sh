@@ -4,6 +4,8 @@
 # clients (k6) in ferryb-cli at 10.77.0.2. The subnet exists only inside them.
 #   net.sh up                   create the namespaces (idempotent)
 #   net.sh shape loopback|near|far   apply a shape (LOSS=<percent> adds random loss on far)
+#   net.sh shape near-nodelay|near-zero   diagnostics: near's tbf without the delayers /
+#                               with the delayers in the path at 0 delay (README "HTTP/3 bulk transfer")
 #   net.sh down                 stop the delayers, delete the namespaces
 # Bandwidth: tbf on each veth end (egress). Delay: half the RTT each way, added by
 # bin/delayer on the RECEIVING side's INPUT chain via NFQUEUE (this kernel has no netem).
@@ -47,10 +49,18 @@ stop_delayers() {
   done
 }
 
-# delay NS ONE_WAY: start a delayer for that namespace's queue.
+# delay NS ONE_WAY: start a delayer for that namespace's queue. It outlives this
+# script, so it must not inherit its descriptors: under `flock LOCK net.sh shape …`
+# it would hold the benchmark lock until it is stopped.
 delay() {
-  ip netns exec "$1" "$LT/bin/delayer" -queue "$Q" -delay "$2" -loss "${3:-0}" \
-    >>"$STATE/delayer-$1.log" 2>&1 </dev/null &
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec ip netns exec "$1" "$LT/bin/delayer" -queue "$Q" -delay "$2" -loss "${3:-0}" \
+      >>"$STATE/delayer-$1.log" 2>&1 </dev/null
+  ) &
   echo $! > "$STATE/delayer-$1.pid"
 }
 
@@ -68,6 +78,11 @@ shape() {
     near) # ≈1 ms RTT, 1 Gbit/s
       rate "$NS_S" "$VS" 1gbit 1mb; rate "$NS_C" "$VC" 1gbit 1mb
       delay "$NS_S" 500us; delay "$NS_C" 500us ;;
+    near-nodelay) # near's bandwidth only: what the delayers cost
+      rate "$NS_S" "$VS" 1gbit 1mb; rate "$NS_C" "$VC" 1gbit 1mb ;;
+    near-zero) # the delayers in the path, holding nothing: their mechanics without the delay
+      rate "$NS_S" "$VS" 1gbit 1mb; rate "$NS_C" "$VC" 1gbit 1mb
+      delay "$NS_S" 0s; delay "$NS_C" 0s ;;
     far) # ≈40 ms RTT, 20 Mbit/s, optional loss (applied each way)
       rate "$NS_S" "$VS" 20mbit 32kbit; rate "$NS_C" "$VC" 20mbit 32kbit
       delay "$NS_S" 20ms "${LOSS:-0}"; delay "$NS_C" 20ms "${LOSS:-0}" ;;

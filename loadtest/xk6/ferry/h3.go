@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
@@ -45,16 +44,11 @@ func newH3(o options, cnt *wire.Counter) (*h3, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The counting wrapper hides the *net.UDPConn, so quic-go cannot size the
-	// buffers itself (and would warn): size them here, like quic-go would.
-	_ = udp.SetReadBuffer(7 << 20)
-	_ = udp.SetWriteBuffer(7 << 20)
-	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	o.tls = o.tls.Clone()
 	o.tls.NextProtos = []string{http3.NextProtoH3}
 	return &h3{
 		o: o, raddr: raddr,
-		tr:   &quic.Transport{Conn: &wire.PacketConn{PacketConn: udp, C: cnt}},
+		tr:   &quic.Transport{Conn: wire.NewUDPConn(udp, cnt)},
 		h3:   &http3.Transport{DisableCompression: true},
 		qcfg: &quic.Config{},
 	}, nil

@@ -10,6 +10,7 @@ import (
 
 	"go.k6.io/k6/js/modules"
 	"go.k6.io/k6/metrics"
+	"golang.org/x/net/ipv4"
 )
 
 // Counter accumulates bytes sent and received; safe for concurrent use.
@@ -36,22 +37,53 @@ func (c *Conn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// PacketConn wraps a datagram socket (QUIC's) and counts its bytes into C.
-// Wrapping hides the *net.UDPConn, so quic-go skips GSO/ECN: fine for a client.
-type PacketConn struct {
-	net.PacketConn
-	C *Counter
+// UDPConn wraps QUIC's UDP socket and counts its bytes into C. It keeps every
+// method quic-go looks for on a *net.UDPConn (OOBCapablePacketConn, plus
+// ReadBatch), so the client runs as a real quic-go client does: datagrams read
+// in batches (recvmmsg), GSO sends, ECN. Hiding the *net.UDPConn behind a plain
+// net.PacketConn would read one datagram per system call.
+type UDPConn struct {
+	*net.UDPConn
+	C     *Counter
+	batch *ipv4.PacketConn
 }
 
-func (p *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, a, err := p.PacketConn.ReadFrom(b)
-	p.C.recv.Add(int64(n))
+// NewUDPConn wraps c, counting into cnt.
+func NewUDPConn(c *net.UDPConn, cnt *Counter) *UDPConn {
+	return &UDPConn{UDPConn: c, C: cnt, batch: ipv4.NewPacketConn(c)}
+}
+
+func (u *UDPConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, a, err := u.UDPConn.ReadFrom(b)
+	u.C.recv.Add(int64(n))
 	return n, a, err
 }
 
-func (p *PacketConn) WriteTo(b []byte, a net.Addr) (int, error) {
-	n, err := p.PacketConn.WriteTo(b, a)
-	p.C.sent.Add(int64(n))
+func (u *UDPConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	n, err := u.UDPConn.WriteTo(b, a)
+	u.C.sent.Add(int64(n))
+	return n, err
+}
+
+func (u *UDPConn) ReadMsgUDP(b, oob []byte) (int, int, int, *net.UDPAddr, error) {
+	n, oobn, flags, a, err := u.UDPConn.ReadMsgUDP(b, oob)
+	u.C.recv.Add(int64(n))
+	return n, oobn, flags, a, err
+}
+
+// WriteMsgUDP counts every datagram of a GSO send: n is the whole buffer.
+func (u *UDPConn) WriteMsgUDP(b, oob []byte, a *net.UDPAddr) (int, int, error) {
+	n, oobn, err := u.UDPConn.WriteMsgUDP(b, oob, a)
+	u.C.sent.Add(int64(n))
+	return n, oobn, err
+}
+
+// ReadBatch is what quic-go reads with when the connection offers it.
+func (u *UDPConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	n, err := u.batch.ReadBatch(ms, flags)
+	for i := range n {
+		u.C.recv.Add(int64(ms[i].N))
+	}
 	return n, err
 }
 
