@@ -594,19 +594,12 @@ impl Transcoder {
         let engine = base64_simd::STANDARD;
         let n = engine.encoded_length(bytes.len());
         self.charge(n)?;
+        // Written straight into spare capacity (no zero fill first); reserved here,
+        // amortized, since the engine reserves exactly and would regrow per call.
+        out.reserve(n);
         let start = out.len();
-        out.resize(start + n, 0);
-        let slot = out.get_mut(start..).unwrap_or_default();
-        // Exactly `encoded_length` bytes of room: the engine's one precondition.
-        if slot.len() != n {
-            return Err(ToJsonError::Invalid(CodecError(
-                "base64 room mismatch".into(),
-            )));
-        }
-        let written = engine
-            .encode(bytes, base64_simd::Out::from_slice(slot))
-            .len();
-        if written == n {
+        engine.encode_append(bytes, out);
+        if out.len() - start == n {
             Ok(())
         } else {
             Err(ToJsonError::Invalid(CodecError(
