@@ -2,6 +2,8 @@
 //! a failed assertion or a panic is a crash that libFuzzer saves under
 //! `fuzz/artifacts/<target>/`.
 
+pub mod json_once;
+
 use ferry_compress::{compress, compress_level, decompress, DecompressError, Encoding, Level};
 
 /// The decompression limit the decoder targets use.

@@ -9,11 +9,17 @@
 //! small: it is collected and decoded with prost, and written with the pbjson serde
 //! impls, exactly as [`super::json::from_proto`] does.
 //!
-//! Canonical field order is required (prost writes fields by ascending number; the
-//! shim is ours): within a message, field numbers never go down, and the two fields
-//! written as they stream (`result`, a row's `values`) appear at most once. Anything
-//! else is refused with an error, as are groups and unknown fields inside a `Row`;
-//! nothing here panics, and truncated or garbage input is an error.
+//! Two forms are read (the shim is ours). The whole form is prost's canonical order:
+//! within a message, field numbers never go down. The streamed form sends one answer
+//! before its query ends as consecutive `result` occurrences (head with `fields`, one
+//! per chunk of `rows`, tail with `info`...), then the Response's small fields; by
+//! protobuf's merge rules that is one `result`, so its JSON object (and an open `rows`
+//! array) stays open across the occurrences, whose fields must still never go down.
+//! At Response level, the fields after the result start again from field 1, but a
+//! `result` after another field, or a field whose JSON was written before the result,
+//! would be a second JSON key and is refused. A row's `values` appears at most once.
+//! Anything else is refused with an error, as are groups and unknown fields inside a
+//! `Row`; nothing here panics, and truncated or garbage input is an error.
 
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::QueryResult;
@@ -55,6 +61,14 @@ pub struct Transcoder {
     state: State,
     /// Open messages, outermost first; the first is the `ExecuteResponse`.
     frames: Vec<Frame>,
+    /// A `result` that ended with its JSON left open: a `result` right after it
+    /// continues it (the streamed form), anything else closes it.
+    parked: Option<Frame>,
+    /// The Response's fields up to this number came before the result: their JSON is
+    /// written, so they may not come again after it.
+    before_result: u32,
+    /// The result's JSON is closed: no `result` may come again.
+    after_result: bool,
     /// The outermost `{` is written.
     opened: bool,
     /// An error was returned: every later call returns it again.
@@ -204,6 +218,9 @@ impl Transcoder {
             b64: Vec::with_capacity(3),
             state: State::Key,
             frames: vec![Frame::new(Kind::Response, None)],
+            parked: None,
+            before_result: 0,
+            after_result: false,
             opened: false,
             failed: None,
         }
@@ -240,6 +257,9 @@ impl Transcoder {
             matches!(self.state, State::Key) && self.carry.is_empty() && self.frames.len() == 1;
         if !complete {
             return Err(invalid("the message is truncated"));
+        }
+        if let Some(result) = self.parked.take() {
+            self.close(result, out)?;
         }
         if let Some(frame) = self.frames.pop() {
             self.close(frame, out)?;
@@ -350,7 +370,7 @@ impl Transcoder {
         Ok(None)
     }
 
-    /// Closes the messages that end here.
+    /// Closes the messages that end here (a `result` is parked, its JSON open).
     fn close_ended(&mut self, out: &mut Vec<u8>) -> Result<(), ToJsonError> {
         while matches!(self.state, State::Key) && self.carry.is_empty() {
             let ends_here = self
@@ -360,11 +380,43 @@ impl Transcoder {
             if !ends_here {
                 break;
             }
-            if let Some(frame) = self.frames.pop() {
-                self.close(frame, out)?;
+            match self.frames.pop() {
+                Some(frame) if frame.kind == Kind::Result => self.parked = Some(frame),
+                Some(frame) => self.close(frame, out)?,
+                None => {}
             }
         }
         Ok(())
+    }
+
+    /// At a Response field: a parked `result` is continued by another `result` (true)
+    /// or closed by any other field, after which no `result` and no field already
+    /// written may come.
+    fn response_field(&mut self, h: &Header, out: &mut Vec<u8>) -> Result<bool, ToJsonError> {
+        if let Some(mut result) = self.parked.take() {
+            if h.field == 2 && h.wire == WireType::LengthDelimited {
+                result.end = Some(self.pos.saturating_add(h.value));
+                self.frames.push(result);
+                return Ok(true);
+            }
+            self.close(result, out)?;
+            self.after_result = true;
+            if let Some(response) = self.frames.last_mut() {
+                response.last = 0;
+            }
+        }
+        if self.after_result && h.field == 2 && h.wire == WireType::LengthDelimited {
+            return Err(invalid(
+                "result (field 2) comes again after another field: only consecutive results are merged",
+            ));
+        }
+        if self.after_result && h.field <= self.before_result {
+            return Err(invalid(format!(
+                "field {} comes both before and after the result: its JSON is written already",
+                h.field
+            )));
+        }
+        Ok(false)
     }
 
     /// Writes a message's last members and its closing brace.
@@ -379,10 +431,14 @@ impl Transcoder {
     /// One field header in the innermost message.
     fn field(&mut self, h: Header, out: &mut Vec<u8>) -> Result<(), ToJsonError> {
         let end = self.pos.saturating_add(h.value);
+        if self.frames.len() == 1 && self.response_field(&h, out)? {
+            return Ok(());
+        }
         let Some(frame) = self.frames.last_mut() else {
             return Err(invalid("data after the end of the message"));
         };
         let kind = frame.kind;
+        let previous = frame.last;
         let streamed_once = matches!((kind, h.field), (Kind::Response, 2) | (Kind::Row, 2));
         if h.field < frame.last || (h.field == frame.last && streamed_once) {
             return Err(invalid(format!(
@@ -406,6 +462,7 @@ impl Transcoder {
         }
         match (kind, h.field, delimited) {
             (Kind::Response, 2, true) => {
+                self.before_result = previous;
                 self.flush_last(out)?;
                 self.member(out, b"\"result\":{")?;
                 self.frames.push(Frame::new(Kind::Result, Some(end)));
