@@ -78,6 +78,11 @@ pub struct Config {
     /// (whichever is reached first; a single larger row goes alone). Streams
     /// have no row cap; each holds a few chunks in memory at most.
     pub stream_chunks: ChunkPolicy,
+    /// `FERRY_SHIM_UNARY_STREAM_AFTER_BYTES` (1 MiB): an Execute answer whose rows
+    /// pass this many bytes goes out in pieces while MySQL still sends them
+    /// (spill.rs); 0 sends every answer whole. Smaller answers, and every failure
+    /// before this point, are answered whole with their HTTP status.
+    pub unary_stream_after: usize,
     /// `FERRY_COLUMN_TYPE_CACHE` (1024): tables whose column types (and MariaDB JSON
     /// columns) are kept from information_schema; 0 never looks them up
     /// (column_types.rs). `FERRY_COLUMN_TYPE_TTL_SECS` (30): how long one is kept.
@@ -241,6 +246,7 @@ impl Config {
                 rows: size("FERRY_STREAM_CHUNK_ROWS", 1000)?.max(1),
                 bytes: size("FERRY_STREAM_CHUNK_BYTES", 256 << 10)?.max(1),
             },
+            unary_stream_after: size("FERRY_SHIM_UNARY_STREAM_AFTER_BYTES", 1 << 20)?,
             column_type_cache: size("FERRY_COLUMN_TYPE_CACHE", 1024)?,
             column_type_ttl: secs("FERRY_COLUMN_TYPE_TTL_SECS", 30)?,
             account,

@@ -57,6 +57,7 @@ use crate::seal::{random, SealError, SessionId, Token};
 use crate::server::App;
 use crate::session::{retire, Ended, PinError, PinState};
 use crate::sink::{Gone, Sink};
+use crate::spill::{self, Pieces, Spill};
 use crate::statement::{classify, first_keyword, Verdict};
 use crate::trace::{Statement, Trace};
 use bytes::Bytes;
@@ -73,7 +74,7 @@ use mysql_async::consts::StatusFlags;
 use mysql_async::prelude::{Protocol, Queryable};
 use mysql_async::{Conn, DriverError, Params, Row as MysqlRow, Value};
 use std::time::Instant;
-use tokio::sync::{mpsc, OwnedMutexGuard};
+use tokio::sync::{mpsc, oneshot, OwnedMutexGuard};
 
 fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
     RpcError {
@@ -333,18 +334,40 @@ pub struct Ready {
     waited: f64,
 }
 
-impl Ready {
-    /// The session as it is before the statement, sealed: what a stream
-    /// ends with when the statement cannot finish.
-    pub fn session_as_is(&self, app: &App, creds: &Credentials) -> Session {
+/// The session as it is before a statement, to be sealed if it cannot finish.
+pub struct AsIs {
+    id: SessionId,
+    base: vtgate::Session,
+    pinned: bool,
+}
+
+impl AsIs {
+    pub fn seal(self, app: &App, creds: &Credentials) -> Session {
+        let (in_txn, autocommit) = (self.base.in_transaction, self.base.autocommit);
         let out = SessionOut {
             app,
             creds,
             id: self.id,
-            base: self.base.clone(),
+            base: self.base,
         };
-        let pinned = matches!(self.source, Source::Pinned { .. });
-        out.seal(pinned, self.base.in_transaction, self.base.autocommit, None)
+        out.seal(self.pinned, in_txn, autocommit, None)
+    }
+}
+
+impl Ready {
+    /// The session as it is before the statement: what a stream (or an answer
+    /// already going out in pieces) ends with when the statement cannot finish.
+    pub fn as_is(&self) -> AsIs {
+        AsIs {
+            id: self.id,
+            base: self.base.clone(),
+            pinned: matches!(self.source, Source::Pinned { .. }),
+        }
+    }
+
+    /// [`Ready::as_is`], sealed.
+    pub fn session_as_is(&self, app: &App, creds: &Credentials) -> Session {
+        self.as_is().seal(app, creds)
     }
 
     /// The connection in hand (`None` only for a pin that lost it, which
@@ -452,7 +475,9 @@ impl From<Gone> for Fail {
     }
 }
 
-/// Execute: one statement, one answer (and its span, when traced).
+/// Execute: one statement, one answer (and its span, when traced). With `commit`,
+/// a large answer goes out in pieces as it is read (spill.rs): the body's receiver
+/// is sent through `commit`, and what is returned is only the span's.
 pub async fn execute(
     app: &App,
     creds: &Credentials,
@@ -460,35 +485,63 @@ pub async fn execute(
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
     trace: &Trace,
+    commit: Option<oneshot::Sender<Pieces>>,
 ) -> Result<Answer, ConnectError> {
     let mut span = trace.statement(&req.query);
-    let answer = execute_spanned(app, creds, req, deadline, watch, &mut span).await;
+    let (answer, streamed) =
+        execute_spanned(app, creds, req, deadline, watch, commit, &mut span).await;
     // An Execute's rows travel encoded, beside its message: their count is the answer's.
-    let rows = answer
-        .as_ref()
-        .ok()
-        .filter(|a| a.message.result.is_some())
-        .map(|a| a.rows.count as u64);
+    let rows = streamed.or_else(|| {
+        answer
+            .as_ref()
+            .ok()
+            .filter(|a| a.message.result.is_some())
+            .map(|a| a.rows.count as u64)
+    });
     span.finish(answer.as_ref().map(|a| &a.message), rows);
     answer
 }
 
+/// The answer, and the rows taken when it went out in pieces.
 async fn execute_spanned(
     app: &App,
     creds: &Credentials,
     req: ExecuteRequest,
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
+    commit: Option<oneshot::Sender<Pieces>>,
     span: &mut Statement,
-) -> Result<Answer, ConnectError> {
+) -> (Result<Answer, ConnectError>, Option<u64>) {
     let asked = Instant::now();
-    let ready = match deadline.within(start(app, creds, req)).await?? {
-        Start::Answered(resp) => return Ok(resp.into()),
-        Start::Run(ready) => ready,
+    let ready = match deadline.within(start(app, creds, req)).await {
+        Ok(Ok(Start::Answered(resp))) => return (Ok(resp.into()), None),
+        Ok(Ok(Start::Run(ready))) => ready,
+        Ok(Err(e)) | Err(e) => return (Err(e), None),
     };
     ready.traced(span, asked, app.role);
-    let mut sink = Sink::collect(app.result_limits);
-    run(app, creds, ready, &mut sink, &Stop::unary(deadline, watch)).await
+    let stop = Stop::unary(deadline, watch);
+    let Some(commit) = commit.filter(|_| app.unary_spill.after > 0) else {
+        let mut sink = Sink::collect(app.result_limits);
+        return (run(app, creds, ready, &mut sink, &stop).await, None);
+    };
+    let as_is = ready.as_is();
+    let spill = Spill::new(app.result_limits, app.unary_spill, commit);
+    let mut sink = Sink::Spill(Box::new(spill));
+    let answer = run(app, creds, ready, &mut sink, &stop).await;
+    let Sink::Spill(spill) = sink else {
+        return (answer, None);
+    };
+    if !spill.committed() {
+        return (answer, None);
+    }
+    // The 200 is out: the rest of the message, whatever happened. Nobody to tell if
+    // the client went away (the statement was stopped).
+    let message = match answer {
+        Ok(answer) => answer.message,
+        Err(e) => spill::failed(e, as_is.seal(app, creds)),
+    };
+    let _ = spill.finish(message.clone()).await;
+    (Ok(message.into()), Some(spill.rows_taken()))
 }
 
 /// Verifies the session and gets the statement its connection. Connect

@@ -32,6 +32,7 @@ pub mod seal;
 pub mod server;
 pub mod session;
 pub mod sink;
+pub mod spill;
 pub use ferry_wire::statement;
 pub mod stream;
 pub mod trace;

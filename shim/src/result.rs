@@ -167,7 +167,10 @@ pub fn texts(r: &MysqlRow) -> Vec<Option<Cow<'_, [u8]>>> {
 /// exhaust the shim's (or the filter's) memory.
 pub struct Rows {
     pub encoded: EncodedRows,
+    /// Row data counted against the limits, and rows kept: all of the result's so
+    /// far, including rows already taken out of `encoded` (spill.rs sends them on).
     bytes: usize,
+    kept: usize,
     limits: ResultLimits,
     pub overflow: Option<Overflow>,
     lengths: Vec<i64>,
@@ -178,6 +181,7 @@ impl Rows {
         Rows {
             encoded: EncodedRows::default(),
             bytes: 0,
+            kept: 0,
             limits,
             overflow: None,
             lengths: Vec::new(),
@@ -199,13 +203,19 @@ impl Rows {
         self.bytes += size + 8 * values.len();
         self.overflow = if self.bytes > self.limits.bytes {
             Some(Overflow::Bytes)
-        } else if self.encoded.count >= self.limits.rows {
+        } else if self.kept >= self.limits.rows {
             Some(Overflow::Rows)
         } else {
             self.encoded.push(values, &mut self.lengths);
+            self.kept += 1;
             return;
         };
         self.encoded = EncodedRows::default();
+    }
+
+    /// Rows kept so far (taken or not).
+    pub fn kept(&self) -> usize {
+        self.kept
     }
 }
 

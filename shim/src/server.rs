@@ -30,6 +30,7 @@ use crate::role::{self, Role};
 use crate::seal::Sealer;
 use crate::session::Pins;
 use crate::sink::ChunkPolicy;
+use crate::spill::SpillPolicy;
 use crate::stream::{self, StreamBody};
 use crate::trace::{Trace, Tracing};
 use bytes::Bytes;
@@ -66,6 +67,8 @@ pub struct App {
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
     pub stream_chunks: ChunkPolicy,
+    /// When an Execute answer goes out in pieces (spill.rs).
+    pub unary_spill: SpillPolicy,
     /// Tables' column types from information_schema (column_types.rs).
     pub column_types: ColumnTypes,
     /// The earliest an `unauthenticated` answer may leave (account.rs).
@@ -101,6 +104,10 @@ impl App {
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
             stream_chunks: cfg.stream_chunks,
+            unary_spill: SpillPolicy {
+                after: cfg.unary_stream_after,
+                piece: cfg.stream_chunks.bytes,
+            },
             column_types: ColumnTypes::new(cfg.column_type_cache, cfg.column_type_ttl),
             auth_failure_delay: cfg.auth_failure_delay,
             tracing: None,
@@ -246,15 +253,36 @@ async fn dispatch(
             let req = ExecuteRequest::decode(body).map_err(bad)?;
             // The statement runs in a task of its own, watching `alive`: if the client
             // goes away (or cancels at its deadline, which it usually notices before
-            // the shim does), hyper drops this future, `alive` with it, and the
-            // statement is stopped in MySQL (KILL QUERY) instead of running on.
+            // the shim does), hyper drops this future — or, once the answer goes out in
+            // pieces, its body —, `alive` with it, and the statement is stopped in MySQL
+            // (KILL QUERY) instead of running on.
             let (watch, alive) = tokio::sync::mpsc::channel(1);
+            let (commit, committed) = tokio::sync::oneshot::channel();
             let (app, creds, trace) = (app.clone(), creds.clone(), trace.clone());
-            let answer = tokio::spawn(async move {
-                execute::execute(&app, &creds, req, deadline, Some(watch), &trace).await
-            })
-            .await
-            .map_err(|e| {
+            let mut task = tokio::spawn(async move {
+                execute::execute(
+                    &app,
+                    &creds,
+                    req,
+                    deadline,
+                    Some(watch),
+                    &trace,
+                    Some(commit),
+                )
+                .await
+            });
+            let done = tokio::select! {
+                biased;
+                done = &mut task => done,
+                Ok(pieces) = committed => {
+                    // A large answer: its 200 goes now, its pieces as they are read.
+                    let mut resp = Response::new(Either::Right(StreamBody::guarded(pieces, alive)));
+                    resp.headers_mut()
+                        .insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
+                    return Ok(resp);
+                }
+            };
+            let answer = done.map_err(|e| {
                 ConnectError::new(Code::Internal, format!("the statement's task failed: {e}"))
             })?;
             drop(alive);

@@ -1,13 +1,15 @@
 //! Where a statement's rows go, as they are read from MySQL.
 //!
 //! `Execute` answers with one message, so its sink keeps every row, up to the
-//! unary limits (`Rows`, result.rs). `StreamExecute` answers with a stream, so
+//! unary limits (`Rows`, result.rs) — or, once they are many, sends that one
+//! message on in pieces (`Spill`, spill.rs). `StreamExecute` answers with a stream, so
 //! its sink cuts the rows into chunks, each sent as soon as it is full, into a
 //! bounded channel that the HTTP response body drains: when the client reads
 //! slowly the channel fills, `send` waits, and so does the MySQL reader — the
 //! shim holds a few chunks per stream whatever the result size.
 use crate::envelope;
 use crate::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
+use crate::spill::Spill;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::{Field, QueryResult};
@@ -23,6 +25,8 @@ pub struct Gone;
 pub enum Sink {
     /// Execute: every row, in memory, up to the limits.
     Collect(Rows),
+    /// Execute whose answer goes out in pieces once it is large.
+    Spill(Box<Spill>),
     /// StreamExecute: bounded chunks, sent as they fill.
     Chunks(Chunks),
 }
@@ -36,6 +40,10 @@ impl Sink {
     pub async fn columns(&mut self, fields: &[Field]) -> Result<(), Gone> {
         match self {
             Sink::Collect(_) => Ok(()),
+            Sink::Spill(s) => {
+                s.columns(fields);
+                Ok(())
+            }
             Sink::Chunks(c) => c.columns(fields).await,
         }
     }
@@ -46,6 +54,7 @@ impl Sink {
                 rows.push(r);
                 Ok(())
             }
+            Sink::Spill(s) => s.row(r).await,
             Sink::Chunks(c) => c.push(&texts(r)).await,
         }
     }
@@ -54,6 +63,7 @@ impl Sink {
     pub async fn end(&mut self) -> Result<(), Gone> {
         match self {
             Sink::Collect(_) => Ok(()),
+            Sink::Spill(s) => s.end().await,
             Sink::Chunks(c) => c.flush().await,
         }
     }
@@ -62,6 +72,7 @@ impl Sink {
     pub fn overflow(&self) -> Option<Overflow> {
         match self {
             Sink::Collect(rows) => rows.overflow,
+            Sink::Spill(s) => s.rows.overflow,
             Sink::Chunks(_) => None,
         }
     }
@@ -70,6 +81,7 @@ impl Sink {
     pub fn take_rows(&mut self) -> EncodedRows {
         match self {
             Sink::Collect(rows) => std::mem::take(&mut rows.encoded),
+            Sink::Spill(s) => s.take_rows(),
             Sink::Chunks(_) => EncodedRows::default(),
         }
     }
@@ -78,6 +90,7 @@ impl Sink {
     pub fn rows_sent(&self) -> u64 {
         match self {
             Sink::Collect(_) => 0,
+            Sink::Spill(s) => s.rows_taken(),
             Sink::Chunks(c) => c.rows,
         }
     }

@@ -70,7 +70,7 @@ pub async fn stream_execute(
     let (tx, rx) = mpsc::channel(BUFFERED);
     let traced = (span, trace.clone());
     tokio::spawn(produce(app, creds, start, tx, deadline, traced));
-    let mut resp = Response::new(StreamBody { rx });
+    let mut resp = Response::new(StreamBody { rx, _alive: None });
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static(envelope::CONTENT_TYPE),
@@ -148,11 +148,23 @@ pub fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<Execut
     msgs
 }
 
-/// The response body: envelopes as the statement's task sends them; ends
-/// when the task is done. Dropped by hyper when the client goes away, which
-/// closes the channel.
+/// The response body: envelopes (or a large Execute answer's pieces, spill.rs)
+/// as the statement's task sends them; ends when the task is done. Dropped by
+/// hyper when the client goes away, which closes the channel (and `_alive`, the
+/// statement's watch).
 pub struct StreamBody {
     rx: mpsc::Receiver<Bytes>,
+    _alive: Option<mpsc::Receiver<Bytes>>,
+}
+
+impl StreamBody {
+    /// `rx`'s pieces, holding `alive` open for as long as the body lives.
+    pub fn guarded(rx: mpsc::Receiver<Bytes>, alive: mpsc::Receiver<Bytes>) -> Self {
+        StreamBody {
+            rx,
+            _alive: Some(alive),
+        }
+    }
 }
 
 impl Body for StreamBody {
@@ -232,7 +244,7 @@ mod tests {
     #[tokio::test]
     async fn the_body_yields_what_the_task_sends_then_ends() {
         let (tx, rx) = mpsc::channel(2);
-        let body = StreamBody { rx };
+        let body = StreamBody { rx, _alive: None };
         tokio::spawn(async move {
             tx.send(Bytes::from_static(b"a")).await.unwrap();
             tx.send(envelope::end_stream(None)).await.unwrap();
@@ -244,7 +256,7 @@ mod tests {
     #[tokio::test]
     async fn dropping_the_body_closes_the_channel() {
         let (tx, rx) = mpsc::channel::<Bytes>(1);
-        drop(StreamBody { rx });
+        drop(StreamBody { rx, _alive: None });
         tokio::time::timeout(std::time::Duration::from_secs(1), tx.closed())
             .await
             .expect("closed");

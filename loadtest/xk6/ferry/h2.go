@@ -1,6 +1,7 @@
 package ferry
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ type h2 struct {
 	t   *http2.Transport
 	cc  *http2.ClientConn
 	tc  *tls.Conn
+	buf bytes.Buffer // the last answer (readBody)
 }
 
 func newH2(o options, cnt *wire.Counter) (*h2, error) {
@@ -62,7 +64,7 @@ func (c *h2) do(r *request) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(res)
+	body, err := readBody(res, &c.buf)
 	if err != nil {
 		return nil, err
 	}

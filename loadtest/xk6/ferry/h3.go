@@ -32,7 +32,9 @@ type h3 struct {
 	raddr *net.UDPAddr
 	conn  *quic.Conn
 	cc    *http3.ClientConn
-	dials int // the first connection has no ticket, so cannot try 0-RTT
+	dials int          // the first connection has no ticket, so cannot try 0-RTT
+	buf   bytes.Buffer // the last answer (readBody)
+	raw   bytes.Buffer // its DATA frames as read off the stream (readResponse), reused likewise
 }
 
 func newH3(o options, cnt *wire.Counter) (*h3, error) {
@@ -103,7 +105,7 @@ func (c *h3) do(r *request) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(res)
+	body, err := readBody(res, &c.buf)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +154,7 @@ func (c *h3) send(r *request) (*http.Response, error) {
 	if err := str.Close(); err != nil {
 		return nil, err
 	}
-	return readResponse(bufio.NewReaderSize(str, 64<<10))
+	return readResponse(bufio.NewReaderSize(str, 64<<10), &c.raw)
 }
 
 // appendFrame appends one HTTP/3 frame: type, length, payload.
@@ -163,9 +165,10 @@ func appendFrame(b []byte, typ uint64, payload []byte) []byte {
 
 // readResponse reads frames until FIN: the final HEADERS (1xx skipped), the DATA,
 // and ignores trailers and unknown (reserved/grease) frame types.
-func readResponse(br *bufio.Reader) (*http.Response, error) {
+// body is reset and holds the DATA (the response's Body reads it).
+func readResponse(br *bufio.Reader, body *bytes.Buffer) (*http.Response, error) {
 	res := &http.Response{Header: http.Header{}, Proto: "HTTP/3.0", ProtoMajor: 3}
-	var body bytes.Buffer
+	body.Reset()
 	for {
 		typ, err := quicvarint.Read(br)
 		if errors.Is(err, io.EOF) {
@@ -180,7 +183,7 @@ func readResponse(br *bufio.Reader) (*http.Response, error) {
 		}
 		switch {
 		case typ == 0x00 && res.StatusCode != 0: // DATA
-			if _, err := io.CopyN(&body, br, int64(n)); err != nil {
+			if _, err := io.CopyN(body, br, int64(n)); err != nil {
 				return nil, fmt.Errorf("reading response body: %w", err)
 			}
 		case typ == 0x01 && res.StatusCode == 0: // HEADERS (a later one is the trailers)
@@ -200,7 +203,7 @@ func readResponse(br *bufio.Reader) (*http.Response, error) {
 	if res.StatusCode == 0 {
 		return nil, errors.New("reading response: stream ended without a response")
 	}
-	res.Body = io.NopCloser(&body)
+	res.Body = io.NopCloser(body)
 	res.ContentLength = int64(body.Len())
 	return res, nil
 }

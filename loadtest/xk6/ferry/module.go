@@ -17,9 +17,9 @@
 package ferry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.k6.io/k6/js/modules"
@@ -103,7 +103,7 @@ func (c *Client) Execute(sql string) map[string]any {
 		out["resumed"], out["early"], out["encoding"] = res.resumed, res.early, res.coding
 		out["ticket"] = ticket
 		if c.o.format == "proto" && res.status == 200 {
-			session, rpcErr, perr := protoAnswer([]byte(res.body))
+			session, rpcErr, perr := protoAnswer(res.body)
 			switch {
 			case perr != nil:
 				out["error"] = "unparsable answer: " + perr.Error()
@@ -113,7 +113,7 @@ func (c *Client) Execute(sql string) map[string]any {
 				out["error"] = rpcErr
 			}
 			if c.o.session && len(session) > 0 {
-				c.session = session
+				c.session = bytes.Clone(session) // the body's buffer is reused
 			}
 		} else {
 			out["error"] = answerError(res)
@@ -121,12 +121,12 @@ func (c *Client) Execute(sql string) map[string]any {
 				var a struct {
 					Session json.RawMessage `json:"session"`
 				}
-				if json.Unmarshal([]byte(res.body), &a) == nil && len(a.Session) > 0 {
+				if json.Unmarshal(res.body, &a) == nil && len(a.Session) > 0 {
 					c.session = a.Session
 				}
 			}
 			if len(res.body) <= 4096 { // big bodies stay in Go: copying 37 MB into JS costs more than the request
-				out["body"] = res.body
+				out["body"] = string(res.body)
 			}
 		}
 	}
@@ -140,13 +140,13 @@ func answerError(res *result) string {
 	if res.status != 200 {
 		return fmt.Sprintf("HTTP %d: %.200s", res.status, res.body)
 	}
-	if !strings.Contains(res.body, `"error"`) { // values are base64: the key cannot appear inside them
+	if !bytes.Contains(res.body, []byte(`"error"`)) { // values are base64: the key cannot appear inside them
 		return ""
 	}
 	var a struct {
 		Error *struct{ Code, Message string } `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(res.body), &a); err != nil {
+	if err := json.Unmarshal(res.body, &a); err != nil {
 		return "unparsable answer: " + err.Error()
 	}
 	if a.Error == nil {

@@ -81,7 +81,7 @@ func (r *request) httpRequest(withBody bool) *http.Request {
 // result of one request. early: "" (no 0-RTT tried), "accepted", "rejected", "425".
 type result struct {
 	status  int
-	body    string
+	body    []byte // valid until the client's next request (its buffer is reused)
 	proto   string
 	resumed bool
 	early   string
@@ -89,14 +89,18 @@ type result struct {
 	ctype   string // the answer's content-type
 }
 
-// readBody reads the whole answer and decodes it if the server compressed it
-// (identity, gzip, zstd, snappy, s2: codec.go).
-func readBody(res *http.Response) (string, error) {
+// readBody reads the whole answer into buf (one buffer per client, reused from call to
+// call: a large answer costs the copy out of the transport, not io.ReadAll's doublings
+// and a string copy, as the MySQL driver reads rows in place) and decodes it if the
+// server compressed it (identity, gzip, zstd, snappy, s2: codec.go).
+func readBody(res *http.Response, buf *bytes.Buffer) ([]byte, error) {
 	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		return "", err
+	buf.Reset()
+	if n := res.ContentLength; n > 0 && n < 1<<31 {
+		buf.Grow(int(n))
 	}
-	out, err := decompressBody(res.Header.Get("content-encoding"), raw)
-	return string(out), err
+	if _, err := buf.ReadFrom(res.Body); err != nil {
+		return nil, err
+	}
+	return decompressBody(res.Header.Get("content-encoding"), buf.Bytes())
 }

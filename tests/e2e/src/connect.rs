@@ -70,6 +70,20 @@ impl ConnectClient {
         })
     }
 
+    /// A POST whose answer is read by the caller as it comes (headers first).
+    pub async fn open(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> reqwest::Response {
+        let mut rb = self.http.post(format!("{}{}", self.cfg.base_url(), path));
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        rb.body(body).send().await.expect("request to Ferry")
+    }
+
     pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {
         self.send(reqwest::Method::POST, path, headers, body)
             .await

@@ -224,14 +224,15 @@ impl Call {
                 || self.envoy_encoding.is_some())
                 && !small;
             let streams = self.client.codec == Codec::Json && self.rpc.streams_json;
-            // Envoy's compressor judged by the size alone: protojson of a declared
-            // size past `min_bytes` always pays (its bulk is base64, which packs to
-            // about 3/4 whatever the bytes), so no sample needs to be held.
-            let envoy_compresses = self.answer_encoding == Encoding::Identity
-                && self.envoy_encoding.is_some()
-                && declared.is_some();
+            // Envoy's compressor judged by the size alone: protojson of a size past
+            // `min_bytes` always pays (its bulk is base64, which packs to about 3/4
+            // whatever the bytes), so no sample needs to be held. The shim declares
+            // the size of every answer it sends whole; one without a size is large,
+            // going out in pieces as MySQL sends it (the shim's spill.rs).
+            let envoy_compresses =
+                self.answer_encoding == Encoding::Identity && self.envoy_encoding.is_some();
             // The same holds for gzip, which the filter then writes as the JSON comes.
-            let filter_gzips = self.answer_encoding == Encoding::Gzip && declared.is_some();
+            let filter_gzips = self.answer_encoding == Encoding::Gzip;
             return match (self.client.is_canonical(), may_compress) {
                 (true, false) => ResponseFlow::Pass,
                 (false, false) if streams => {

@@ -1,0 +1,182 @@
+//! A large Execute answer leaves the shim in pieces while MySQL still sends its rows
+//! (the shim's spill.rs: past FERRY_SHIM_UNARY_STREAM_AFTER_BYTES, 1 MiB), and every
+//! client still reads one `ExecuteResponse`: its 200 arrives while the query runs; a
+//! deadline that passes after it is the answer's `error`, after the rows so far; a
+//! client that goes away mid-answer stops the query in MySQL.
+mod common;
+
+use common::{cfg, mariadb_root, unique};
+use ferry_e2e::connect::{ConnectClient, EXECUTE};
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use ferry_proto::vitess::vtrpc::Code;
+use prost::Message;
+use std::time::{Duration, Instant};
+
+/// Rows 0..total of 200 KB each, the first `fast` at once (past the 1 MiB threshold),
+/// then one every `pause` seconds; `marker` finds the statement in the processlist.
+fn slow_rows(marker: &str, fast: u32, total: u32, pause: f64) -> String {
+    format!(
+        "SELECT n, REPEAT(CHAR(97 + n % 26), 200000) AS v, '{marker}' AS m FROM \
+         (WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < {last}) \
+         SELECT n FROM k) s WHERE SLEEP(IF(n >= {fast}, {pause}, 0)) = 0",
+        last = total - 1
+    )
+}
+
+/// How many statements carrying `marker` MariaDB is running.
+fn running(marker: &str) -> usize {
+    mariadb_root(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
+    ))
+    .parse()
+    .unwrap()
+}
+
+async fn gone_within(marker: &str, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        if running(marker) == 0 {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "the statement {marker} still runs in MySQL after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn request(json: bool, query: &str) -> (&'static str, Vec<u8>) {
+    if json {
+        let body = serde_json::json!({ "query": query }).to_string();
+        ("application/json", body.into_bytes())
+    } else {
+        let body = ExecuteRequest {
+            query: query.into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        ("application/proto", body)
+    }
+}
+
+fn decode(json: bool, body: &[u8]) -> ExecuteResponse {
+    if json {
+        serde_json::from_slice(body).expect("protojson ExecuteResponse")
+    } else {
+        ExecuteResponse::decode(body).expect("proto ExecuteResponse")
+    }
+}
+
+/// Rows 0..n, each 200 KB of one letter.
+fn check_rows(r: &ExecuteResponse, n: usize) {
+    let result = r.result.as_ref().expect("a result");
+    assert_eq!(result.fields.len(), 3);
+    assert_eq!(result.rows.len(), n);
+    for (i, row) in result.rows.iter().enumerate() {
+        let cells = ferry_e2e::rows::cells(row);
+        assert_eq!(cells[0].as_deref(), Some(i.to_string().as_bytes()));
+        let letter = b'a' + (i % 26) as u8;
+        assert_eq!(
+            cells[1].as_deref(),
+            Some(&vec![letter; 200_000][..]),
+            "row {i}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_large_answer_leaves_while_the_query_runs() {
+    let client = ConnectClient::http2(&cfg());
+    let auth = client.cfg.basic_auth();
+    for (json, accept) in [
+        (false, "identity"),
+        (true, "identity"),
+        (true, "gzip"),
+        (true, "zstd"),
+    ] {
+        let marker = unique("pieces");
+        // 8 rows (1.6 MB) at once, then 4 more, 0.4 s apart.
+        let (content_type, body) = request(json, &slow_rows(&marker, 8, 12, 0.4));
+        let headers = [
+            ("content-type", content_type),
+            ("authorization", auth.as_str()),
+            ("accept-encoding", accept),
+        ];
+        let resp = client.open(EXECUTE, &headers, body).await;
+        assert_eq!(resp.status(), 200);
+        // The answer has begun and the statement has not ended.
+        assert_eq!(running(&marker), 1, "{json} {accept}: still running");
+        assert!(resp.headers().get("content-length").is_none());
+        let encoding = resp
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let raw = resp.bytes().await.expect("the whole answer");
+        let plain = match encoding.as_deref() {
+            None => raw.to_vec(),
+            Some(codec) => {
+                assert_eq!(codec, accept);
+                let codec = ferry_compress::Encoding::parse(codec).unwrap();
+                let mut out = Vec::new();
+                ferry_compress::decompress(codec, &raw, 64 << 20, &mut out).unwrap();
+                out
+            }
+        };
+        let r = decode(json, &plain);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert!(r.session.is_some(), "the session comes last");
+        check_rows(&r, 12);
+        eprintln!(
+            "{} {accept}: {} bytes on the wire",
+            if json { "JSON" } else { "proto" },
+            raw.len()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_deadline_after_the_answer_began_is_its_error() {
+    let client = ConnectClient::http2(&cfg());
+    let auth = client.cfg.basic_auth();
+    for json in [false, true] {
+        let marker = unique("late");
+        // 8 rows at once; the 9th would come after 30 s.
+        let (content_type, body) = request(json, &slow_rows(&marker, 8, 10, 30.0));
+        let headers = [
+            ("content-type", content_type),
+            ("authorization", auth.as_str()),
+            ("connect-timeout-ms", "1500"),
+        ];
+        let resp = client.open(EXECUTE, &headers, body).await;
+        assert_eq!(resp.status(), 200);
+        let r = decode(json, &resp.bytes().await.expect("the whole answer"));
+        let error = r
+            .error
+            .as_ref()
+            .expect("the deadline, as the answer's error");
+        assert_eq!(error.code(), Code::DeadlineExceeded, "{error:?}");
+        assert!(r.session.is_some());
+        check_rows(&r, 8);
+        gone_within(&marker, Duration::from_secs(2)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_goes_away_mid_answer_stops_the_query() {
+    let client = ConnectClient::http2(&cfg());
+    let auth = client.cfg.basic_auth();
+    let marker = unique("away");
+    let (content_type, body) = request(false, &slow_rows(&marker, 8, 100, 1.0));
+    let headers = [
+        ("content-type", content_type),
+        ("authorization", auth.as_str()),
+    ];
+    let mut resp = client.open(EXECUTE, &headers, body).await;
+    assert_eq!(resp.status(), 200);
+    resp.chunk().await.unwrap().expect("a first piece");
+    assert_eq!(running(&marker), 1);
+    drop(resp);
+    let took = gone_within(&marker, Duration::from_secs(3)).await;
+    eprintln!("abandoned answer: the query was gone from the processlist after {took:?}");
+}
