@@ -8,7 +8,9 @@
 //! ```
 //!
 //! Prints ms per conversion for the pbjson path (`json::from_proto`), the transcoder
-//! on the whole body, and the transcoder fed 64 KiB chunks (as Envoy hands them over).
+//! on the whole body, and the transcoder fed 64 KiB chunks (as Envoy hands them over);
+//! then the same two for the shim's streamed form of the same answer (a `result` per
+//! ~64 KiB of rows, merged by the transcoder).
 
 use std::time::Instant;
 
@@ -19,6 +21,43 @@ use ferry_proto::vitess::query::{QueryResult, Row};
 use prost::Message;
 
 fn answer(rows: usize) -> Vec<u8> {
+    message(rows).encode_to_vec()
+}
+
+/// The shim's streamed form: a head `result`, one `result` per ~64 KiB of rows, then
+/// timing.
+fn streamed_answer(rows: usize) -> Vec<u8> {
+    let whole = message(rows);
+    let mut out = Vec::new();
+    let result = |out: &mut Vec<u8>, r: QueryResult| {
+        ExecuteResponse {
+            result: Some(r),
+            ..Default::default()
+        }
+        .encode(out)
+    };
+    let mut chunk = QueryResult::default();
+    let all = whole.result.unwrap_or_default();
+    result(&mut out, QueryResult::default()).unwrap();
+    for row in all.rows {
+        chunk.rows.push(row);
+        if chunk.encoded_len() >= 64 << 10 {
+            result(&mut out, std::mem::take(&mut chunk)).unwrap();
+        }
+    }
+    if !chunk.rows.is_empty() {
+        result(&mut out, chunk).unwrap();
+    }
+    ExecuteResponse {
+        timing: whole.timing,
+        ..Default::default()
+    }
+    .encode(&mut out)
+    .unwrap();
+    out
+}
+
+fn message(rows: usize) -> ExecuteResponse {
     let mut result = QueryResult::default();
     for i in 0..rows {
         let mut row = Row::default();
@@ -34,7 +73,6 @@ fn answer(rows: usize) -> Vec<u8> {
         timing: 0.01,
         ..Default::default()
     }
-    .encode_to_vec()
 }
 
 fn time(name: &str, bytes: usize, mut f: impl FnMut() -> usize) {
@@ -69,16 +107,27 @@ fn main() {
         execute_to_json(&proto, &mut out, usize::MAX).unwrap();
         out.len()
     });
-    time("transcoder, 64 KiB", proto.len(), || {
-        let mut t = Transcoder::new(usize::MAX);
-        let mut total = 0;
-        for chunk in proto.chunks(64 << 10) {
-            let mut out = Vec::new();
-            t.feed(chunk, &mut out).unwrap();
-            total += out.len();
-        }
+    time("transcoder, 64 KiB", proto.len(), || chunked(&proto));
+    let streamed = streamed_answer(rows);
+    println!("streamed form: {} bytes of protobuf", streamed.len());
+    time("streamed, whole", streamed.len(), || {
         let mut out = Vec::new();
-        t.finish(&mut out).unwrap();
-        total + out.len()
+        execute_to_json(&streamed, &mut out, usize::MAX).unwrap();
+        out.len()
     });
+    time("streamed, 64 KiB", streamed.len(), || chunked(&streamed));
+}
+
+/// The transcoder fed 64 KiB chunks: the JSON's length.
+fn chunked(proto: &[u8]) -> usize {
+    let mut t = Transcoder::new(usize::MAX);
+    let mut total = 0;
+    for chunk in proto.chunks(64 << 10) {
+        let mut out = Vec::new();
+        t.feed(chunk, &mut out).unwrap();
+        total += out.len();
+    }
+    let mut out = Vec::new();
+    t.finish(&mut out).unwrap();
+    total + out.len()
 }
