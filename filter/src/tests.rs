@@ -755,7 +755,10 @@ fn held_response_headers_are_completed_from_the_body_callback() {
         Some("application/json")
     );
     assert_eq!(downstream.sent_header("content-encoding"), Some("s2"));
-    assert!(downstream.sent_body.starts_with(b"\xff\x06\x00\x00S2sTwO"), "s2");
+    assert!(
+        downstream.sent_body.starts_with(b"\xff\x06\x00\x00S2sTwO"),
+        "s2"
+    );
     // The encoding was named from the last body callback, while the headers were held.
     assert!(s
         .host()

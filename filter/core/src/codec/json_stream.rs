@@ -568,12 +568,16 @@ impl Transcoder {
             .frames
             .last_mut()
             .is_some_and(|f| std::mem::replace(&mut f.filled, true));
-        let text = if filled {
-            format!(",\"{n}\"")
-        } else {
-            format!("\"{n}\"")
-        };
-        self.put(out, text.as_bytes())
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n).as_bytes();
+        self.charge(digits.len() + 2 + usize::from(filled))?;
+        if filled {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(digits);
+        out.push(b'"');
+        Ok(())
     }
 
     /// A member's key (with the comma before it when needed).
