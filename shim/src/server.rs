@@ -30,7 +30,7 @@ use crate::role::{self, Role};
 use crate::seal::Sealer;
 use crate::session::Pins;
 use crate::sink::ChunkPolicy;
-use crate::spill::SpillPolicy;
+use crate::spill::{Pieces, SpillPolicy};
 use crate::stream::{self, StreamBody};
 use crate::trace::{Trace, Tracing};
 use bytes::Bytes;
@@ -55,6 +55,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{JoinError, JoinHandle};
 
 const PROTO: &str = "application/proto";
 
@@ -256,10 +258,10 @@ async fn dispatch(
             // the shim does), hyper drops this future — or, once the answer goes out in
             // pieces, its body —, `alive` with it, and the statement is stopped in MySQL
             // (KILL QUERY) instead of running on.
-            let (watch, alive) = tokio::sync::mpsc::channel(1);
-            let (commit, committed) = tokio::sync::oneshot::channel();
+            let (watch, alive) = mpsc::channel(1);
+            let (commit, committed) = oneshot::channel();
             let (app, creds, trace) = (app.clone(), creds.clone(), trace.clone());
-            let mut task = tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 execute::execute(
                     &app,
                     &creds,
@@ -271,16 +273,16 @@ async fn dispatch(
                 )
                 .await
             });
-            let done = tokio::select! {
-                biased;
-                done = &mut task => done,
-                Ok(pieces) = committed => {
+            let done = match answer_of(committed, task).await {
+                Ok(pieces) => {
                     // A large answer: its 200 goes now, its pieces as they are read.
-                    let mut resp = Response::new(Either::Right(StreamBody::guarded(pieces, alive)));
+                    let body = StreamBody::guarded(pieces, alive);
+                    let mut resp = Response::new(Either::Right(body));
                     resp.headers_mut()
                         .insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
                     return Ok(resp);
                 }
+                Err(done) => done,
             };
             let answer = done.map_err(|e| {
                 ConnectError::new(Code::Internal, format!("the statement's task failed: {e}"))
@@ -319,6 +321,21 @@ async fn dispatch(
             with_db_time(proto_response(&answer), took())
         }
     })
+}
+
+/// An Execute's answer: its pieces if it committed to going out in pieces (spill.rs),
+/// else what its task returned. The commit is looked at first: an answer of a few
+/// pieces may have finished its task too, and then what the task returned is only
+/// its span's.
+async fn answer_of<T>(
+    committed: oneshot::Receiver<Pieces>,
+    mut task: JoinHandle<T>,
+) -> Result<Pieces, Result<T, JoinError>> {
+    tokio::select! {
+        biased;
+        Ok(pieces) = committed => Ok(pieces),
+        done = &mut task => Err(done),
+    }
 }
 
 /// The code an RPC answered 200 with (an SQL error in the body), for metrics.
@@ -554,6 +571,28 @@ fn spawn_conn<I>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_committed_answer_is_its_pieces_even_when_its_task_is_done() {
+        let (commit, committed) = oneshot::channel();
+        let (_tx, rx) = mpsc::channel(1);
+        commit.send(rx).unwrap();
+        let task = tokio::spawn(async { "the span's" });
+        while !task.is_finished() {
+            tokio::task::yield_now().await;
+        }
+        assert!(answer_of(committed, task).await.is_ok());
+        // Never committed: the task's answer.
+        let (commit, committed) = oneshot::channel::<Pieces>();
+        let task = tokio::spawn(async move {
+            drop(commit);
+            "whole"
+        });
+        assert_eq!(
+            answer_of(committed, task).await.unwrap_err().unwrap(),
+            "whole"
+        );
+    }
 
     fn req(ct: Option<&str>, enc: Option<&str>) -> Request<()> {
         let mut b = Request::post("/psdb.v1alpha1.Database/Execute");

@@ -135,6 +135,29 @@ async fn a_large_answer_leaves_while_the_query_runs() {
     }
 }
 
+/// Just past the threshold the answer is a few pieces, which may all be written
+/// before the response is built (the shim's `answer_of` still sends the pieces, not
+/// what the statement's task returned; unit-tested there).
+#[tokio::test]
+async fn an_answer_just_past_the_threshold_is_whole() {
+    let client = ConnectClient::http2(&cfg());
+    let auth = client.cfg.basic_auth();
+    for round in 0..10 {
+        let json = round % 2 == 1;
+        // 6 rows of 200 KB: 1.2 MB, no pause.
+        let (content_type, body) = request(json, &slow_rows(&unique("edge"), 6, 6, 0.0));
+        let headers = [
+            ("content-type", content_type),
+            ("authorization", auth.as_str()),
+        ];
+        let resp = client.open(EXECUTE, &headers, body).await;
+        assert_eq!(resp.status(), 200);
+        let r = decode(json, &resp.bytes().await.expect("the whole answer"));
+        assert!(r.error.is_none(), "{:?}", r.error);
+        check_rows(&r, 6);
+    }
+}
+
 #[tokio::test]
 async fn a_deadline_after_the_answer_began_is_its_error() {
     let client = ConnectClient::http2(&cfg());
