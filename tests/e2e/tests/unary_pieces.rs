@@ -136,8 +136,9 @@ async fn a_large_answer_leaves_while_the_query_runs() {
 }
 
 /// Just past the threshold the answer is a few pieces, which may all be written
-/// before the response is built (the shim's `answer_of` still sends the pieces, not
-/// what the statement's task returned; unit-tested there).
+/// before the response is built: the shim's `answer_of` must still send the pieces,
+/// not what the statement's task returned (unit-tested there; with the two looked at
+/// in the other order, this test saw an answer with no rows).
 #[tokio::test]
 async fn an_answer_just_past_the_threshold_is_whole() {
     let client = ConnectClient::http2(&cfg());
