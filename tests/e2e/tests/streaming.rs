@@ -3,7 +3,7 @@
 //! goes away stops the query in MySQL; the OLAP switch is answered by the gateway.
 mod common;
 
-use common::{cfg, execute_in, mariadb_root, unique, Way};
+use common::{cfg, execute_in, gone_within, running, unique, Way};
 use ferry_compress::Encoding;
 use ferry_e2e::framed::{Protocol, Shape, Transport, STREAM_EXECUTE};
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
@@ -141,29 +141,6 @@ async fn tonic_streams_a_large_result() {
         messages.push(m);
     }
     check_sequence(&messages, n);
-}
-
-/// How many statements carrying `marker` MariaDB is running.
-fn running(marker: &str) -> usize {
-    mariadb_root(&format!(
-        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
-    ))
-    .parse()
-    .unwrap()
-}
-
-async fn gone_within(marker: &str, limit: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        if running(marker) == 0 {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "the statement {marker} still runs in MySQL after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]

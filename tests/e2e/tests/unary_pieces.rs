@@ -5,12 +5,12 @@
 //! client that goes away mid-answer stops the query in MySQL.
 mod common;
 
-use common::{cfg, mariadb_root, unique};
+use common::{cfg, gone_within, running, unique};
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use ferry_proto::vitess::vtrpc::Code;
 use prost::Message;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Rows 0..total of 200 KB each, the first `fast` at once (past the 1 MiB threshold),
 /// then one every `pause` seconds; `marker` finds the statement in the processlist.
@@ -21,29 +21,6 @@ fn slow_rows(marker: &str, fast: u32, total: u32, pause: f64) -> String {
          SELECT n FROM k) s WHERE SLEEP(IF(n >= {fast}, {pause}, 0)) = 0",
         last = total - 1
     )
-}
-
-/// How many statements carrying `marker` MariaDB is running.
-fn running(marker: &str) -> usize {
-    mariadb_root(&format!(
-        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
-    ))
-    .parse()
-    .unwrap()
-}
-
-async fn gone_within(marker: &str, limit: Duration) -> Duration {
-    let started = Instant::now();
-    loop {
-        if running(marker) == 0 {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "the statement {marker} still runs in MySQL after {limit:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn request(json: bool, query: &str) -> (&'static str, Vec<u8>) {

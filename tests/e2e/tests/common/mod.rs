@@ -246,3 +246,27 @@ pub fn mariadb_root_on(socket: &str, sql: &str) -> String {
     );
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
+
+/// How many statements carrying `marker` MariaDB is running.
+pub fn running(marker: &str) -> usize {
+    mariadb_root(&format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
+    ))
+    .parse()
+    .unwrap()
+}
+
+/// Waits until no statement carrying `marker` runs in MariaDB; fails past `limit`.
+pub async fn gone_within(marker: &str, limit: std::time::Duration) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    loop {
+        if running(marker) == 0 {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "the statement {marker} still runs in MySQL after {limit:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
