@@ -30,8 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 /// `ExecuteResponse.result`.
 const RESULT_FIELD: u32 = 2;
 
-/// Pieces that may wait between the MySQL reader and the response body.
-const BUFFERED: usize = 4;
+/// Pieces that may wait between the MySQL reader and the response body (a chunk of
+/// rows is two: its header and its bytes).
+const BUFFERED: usize = 8;
 
 /// The response body's end of a committed answer: its pieces, in order.
 pub type Pieces = mpsc::Receiver<Bytes>;
@@ -114,12 +115,18 @@ impl Spill {
         self.flush().await
     }
 
+    /// The rows held, as `result { rows }`: its header, then the rows' own bytes
+    /// (not copied).
     async fn flush(&mut self) -> Result<(), Gone> {
         let rows = std::mem::take(&mut self.rows.encoded);
         if rows.count == 0 {
             return Ok(());
         }
-        self.send(result_piece(&rows.bytes)).await
+        let mut header = Vec::with_capacity(1 + encoded_len_varint(rows.bytes.len() as u64));
+        encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut header);
+        encode_varint(rows.bytes.len() as u64, &mut header);
+        self.send(header).await?;
+        self.send(rows.bytes).await
     }
 
     async fn send(&self, piece: Vec<u8>) -> Result<(), Gone> {
