@@ -54,7 +54,7 @@ use crate::olap;
 use crate::result::{EncodedRows, Overflow, ResultLimits};
 use crate::role::{self, Role as ShimRole};
 use crate::seal::{random, SealError, SessionId, Token};
-use crate::server::App;
+use crate::server::{self, App};
 use crate::session::{retire, Ended, PinError, PinState};
 use crate::sink::{Gone, Sink};
 use crate::spill::{self, Pieces, Spill};
@@ -541,6 +541,13 @@ async fn execute_spanned(
         Err(e) => spill::failed(e, as_is.seal(app, creds)),
     };
     let _ = spill.finish(message.clone()).await;
+    // Counted here, not when its 200 left: with the code it ended with.
+    let code = message
+        .error
+        .as_ref()
+        .map_or("ok", |e| server::Outcome::of(e.code).0);
+    app.metrics
+        .request(ferry_wire::rpc::Method::Execute.name(), code);
     (Ok(message.into()), Some(spill.rows_taken()))
 }
 

@@ -30,7 +30,7 @@ use crate::role::{self, Role};
 use crate::seal::Sealer;
 use crate::session::Pins;
 use crate::sink::ChunkPolicy;
-use crate::spill::{Pieces, SpillPolicy};
+use crate::spill::{self, SpillPolicy};
 use crate::stream::{self, StreamBody};
 use crate::trace::{Trace, Tracing};
 use bytes::Bytes;
@@ -156,7 +156,13 @@ pub async fn handle(
         Ok(resp) => resp.extensions().get::<Outcome>().map_or("ok", |o| o.0),
         Err(e) => e.name(),
     };
-    app.metrics.request(rpc_name, code);
+    // An answer going out in pieces is counted at its end, with the code it ends with.
+    let counted_later = answer
+        .as_ref()
+        .is_ok_and(|resp| resp.extensions().get::<Pieces>().is_some());
+    if !counted_later {
+        app.metrics.request(rpc_name, code);
+    }
     if answer
         .as_ref()
         .is_err_and(|e| e.code == Code::Unauthenticated)
@@ -280,6 +286,7 @@ async fn dispatch(
                     let mut resp = Response::new(Either::Right(body));
                     resp.headers_mut()
                         .insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
+                    resp.extensions_mut().insert(Pieces);
                     return Ok(resp);
                 }
                 Err(done) => done,
@@ -328,9 +335,9 @@ async fn dispatch(
 /// pieces may have finished its task too, and then what the task returned is only
 /// its span's.
 async fn answer_of<T>(
-    committed: oneshot::Receiver<Pieces>,
+    committed: oneshot::Receiver<spill::Pieces>,
     mut task: JoinHandle<T>,
-) -> Result<Pieces, Result<T, JoinError>> {
+) -> Result<spill::Pieces, Result<T, JoinError>> {
     tokio::select! {
         biased;
         Ok(pieces) = committed => Ok(pieces),
@@ -338,12 +345,17 @@ async fn answer_of<T>(
     }
 }
 
+/// Marks an Execute answer going out in pieces: its task counts it at its end
+/// (execute.rs), not the handler.
+#[derive(Clone, Copy)]
+struct Pieces;
+
 /// The code an RPC answered 200 with (an SQL error in the body), for metrics.
 #[derive(Clone, Copy)]
-struct Outcome(&'static str);
+pub(crate) struct Outcome(pub(crate) &'static str);
 
 impl Outcome {
-    fn of(code: i32) -> Outcome {
+    pub(crate) fn of(code: i32) -> Outcome {
         let row = u32::try_from(code)
             .ok()
             .and_then(ferry_wire::status::by_grpc)
@@ -583,7 +595,7 @@ mod tests {
         }
         assert!(answer_of(committed, task).await.is_ok());
         // Never committed: the task's answer.
-        let (commit, committed) = oneshot::channel::<Pieces>();
+        let (commit, committed) = oneshot::channel::<spill::Pieces>();
         let task = tokio::spawn(async move {
             drop(commit);
             "whole"

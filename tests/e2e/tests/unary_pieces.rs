@@ -1,8 +1,9 @@
 //! A large Execute answer leaves the shim in pieces while MySQL still sends its rows
 //! (the shim's spill.rs: past FERRY_SHIM_UNARY_STREAM_AFTER_BYTES, 1 MiB), and every
 //! client still reads one `ExecuteResponse`: its 200 arrives while the query runs; a
-//! deadline that passes after it is the answer's `error`, after the rows so far; a
-//! client that goes away mid-answer stops the query in MySQL.
+//! deadline that passes after it is the answer's `error`, after the rows so far (and
+//! the shim's metrics count it so); a client that goes away mid-answer stops the
+//! query in MySQL.
 mod common;
 
 use common::{cfg, gone_within, running, unique};
@@ -136,10 +137,29 @@ async fn an_answer_just_past_the_threshold_is_whole() {
     }
 }
 
+/// `ferry_shim_requests_total{code="<code>",rpc="Execute"}` from the shim's /metrics.
+async fn shim_requests(code: &str) -> f64 {
+    let addr = std::env::var("FERRY_SHIM_ADDR").unwrap_or_else(|_| "127.0.0.1:8081".into());
+    ferry_e2e::config::install_crypto_provider();
+    let text = reqwest::Client::new()
+        .get(format!("http://{addr}/metrics"))
+        .send()
+        .await
+        .expect("the shim's /metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let line = format!("ferry_shim_requests_total{{code=\"{code}\",rpc=\"Execute\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&line))
+        .map_or(0.0, |v| v.trim().parse().expect("a number"))
+}
+
 #[tokio::test]
 async fn a_deadline_after_the_answer_began_is_its_error() {
     let client = ConnectClient::http2(&cfg());
     let auth = client.cfg.basic_auth();
+    let counted = shim_requests("deadline_exceeded").await;
     for json in [false, true] {
         let marker = unique("late");
         // 8 rows at once; the 9th would come after 30 s.
@@ -161,6 +181,8 @@ async fn a_deadline_after_the_answer_began_is_its_error() {
         check_rows(&r, 8);
         gone_within(&marker, Duration::from_secs(2)).await;
     }
+    // The shim counts such an answer by how it ended, not by its 200.
+    assert_eq!(shim_requests("deadline_exceeded").await - counted, 2.0);
 }
 
 #[tokio::test]
