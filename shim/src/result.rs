@@ -322,4 +322,29 @@ mod tests {
         assert_eq!(rows.overflow, Some(Overflow::Rows));
         assert_eq!(rows.encoded, EncodedRows::default());
     }
+
+    #[test]
+    fn rows_taken_out_still_count_against_the_limits() {
+        // spill.rs takes the encoded rows as it sends them.
+        let value = [bytes(b"x")];
+        let mut rows = Rows::new(ResultLimits {
+            bytes: 1000,
+            rows: 2,
+        });
+        rows.push_values(&value);
+        rows.push_values(&value);
+        let taken = std::mem::take(&mut rows.encoded);
+        assert_eq!((taken.count, rows.kept()), (2, 2));
+        rows.push_values(&value);
+        assert_eq!(rows.overflow, Some(Overflow::Rows));
+        let mut rows = Rows::new(ResultLimits {
+            bytes: 20,
+            rows: 100,
+        });
+        rows.push_values(&value); // 1 + 8 bytes
+        rows.push_values(&value);
+        rows.encoded = EncodedRows::default();
+        rows.push_values(&value);
+        assert_eq!(rows.overflow, Some(Overflow::Bytes));
+    }
 }
