@@ -5,13 +5,23 @@
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::QueryResult;
-use prost::encoding::{encode_key, encode_varint, WireType};
+use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
 use prost::Message;
 
 use crate::result::EncodedRows;
 
 /// `ExecuteResponse.result`.
 const RESULT_FIELD: u32 = 2;
+
+/// The key and length that put `len` bytes of `QueryResult` in an `ExecuteResponse`
+/// as its `result`: in a whole answer, a stream's chunk of rows (sink.rs), or one
+/// piece of an answer sent in pieces (spill.rs).
+pub fn result_header(len: usize) -> Vec<u8> {
+    let mut header = Vec::with_capacity(1 + encoded_len_varint(len as u64));
+    encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut header);
+    encode_varint(len as u64, &mut header);
+    header
+}
 
 /// The message (its result without rows) and the result's rows, encoded.
 #[derive(Debug, Default)]
@@ -84,8 +94,7 @@ impl Answer {
             ..Default::default()
         }
         .encode_to_vec();
-        encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut head);
-        encode_varint(result_len as u64, &mut head);
+        head.extend_from_slice(&result_header(result_len));
         head.extend_from_slice(&before_rows);
         let mut tail = after_rows;
         ExecuteResponse {

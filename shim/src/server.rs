@@ -159,7 +159,7 @@ pub async fn handle(
     // An answer going out in pieces is counted at its end, with the code it ends with.
     let counted_later = answer
         .as_ref()
-        .is_ok_and(|resp| resp.extensions().get::<Pieces>().is_some());
+        .is_ok_and(|resp| resp.extensions().get::<CountedAtItsEnd>().is_some());
     if !counted_later {
         app.metrics.request(rpc_name, code);
     }
@@ -286,7 +286,7 @@ async fn dispatch(
                     let mut resp = Response::new(Either::Right(body));
                     resp.headers_mut()
                         .insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));
-                    resp.extensions_mut().insert(Pieces);
+                    resp.extensions_mut().insert(CountedAtItsEnd);
                     return Ok(resp);
                 }
                 Err(done) => done,
@@ -348,7 +348,7 @@ async fn answer_of<T>(
 /// Marks an Execute answer going out in pieces: its task counts it at its end
 /// (execute.rs), not the handler.
 #[derive(Clone, Copy)]
-struct Pieces;
+struct CountedAtItsEnd;
 
 /// The code an RPC answered 200 with (an SQL error in the body), for metrics.
 #[derive(Clone, Copy)]

@@ -7,6 +7,7 @@
 //! bounded channel that the HTTP response body drains: when the client reads
 //! slowly the channel fills, `send` waits, and so does the MySQL reader — the
 //! shim holds a few chunks per stream whatever the result size.
+use crate::answer::result_header;
 use crate::envelope;
 use crate::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
 use crate::spill::Spill;
@@ -14,7 +15,6 @@ use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::{Field, QueryResult};
 use mysql_async::Row as MysqlRow;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
 use std::borrow::Cow;
 use tokio::sync::mpsc;
 
@@ -190,9 +190,7 @@ impl Chunks {
         }
         let rows = std::mem::take(&mut self.held.bytes);
         self.held.count = 0;
-        let mut key = Vec::with_capacity(1 + encoded_len_varint(rows.len() as u64));
-        encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut key);
-        encode_varint(rows.len() as u64, &mut key);
+        let key = result_header(rows.len());
         self.tx
             .send(envelope::data_parts(&[&key, &rows]))
             .await
@@ -205,9 +203,6 @@ impl Chunks {
         self.tx.clone()
     }
 }
-
-/// `ExecuteResponse.result`.
-const RESULT_FIELD: u32 = 2;
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,7 @@
 //! status is out: a limit passed, an SQL error, a lost connection or a deadline is
 //! the answer's `error` (as vitess answers SQL errors), with the rows sent so far
 //! before it; clients read `error` first.
+use crate::answer::result_header;
 use crate::connect_error::ConnectError;
 use crate::result::{EncodedRows, ResultLimits, Rows};
 use crate::sink::Gone;
@@ -23,12 +24,8 @@ use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
 use ferry_proto::vitess::query::{Field, QueryResult};
 use ferry_proto::vitess::vtrpc::RpcError;
 use mysql_async::Row as MysqlRow;
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
 use prost::Message;
 use tokio::sync::{mpsc, oneshot};
-
-/// `ExecuteResponse.result`.
-const RESULT_FIELD: u32 = 2;
 
 /// Pieces that may wait between the MySQL reader and the response body (a chunk of
 /// rows is two: its header and its bytes).
@@ -122,10 +119,7 @@ impl Spill {
         if rows.count == 0 {
             return Ok(());
         }
-        let mut header = Vec::with_capacity(1 + encoded_len_varint(rows.bytes.len() as u64));
-        encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut header);
-        encode_varint(rows.bytes.len() as u64, &mut header);
-        self.send(header).await?;
+        self.send(result_header(rows.bytes.len())).await?;
         self.send(rows.bytes).await
     }
 
@@ -156,9 +150,7 @@ impl Spill {
 
 /// `result` (field 2) around a `QueryResult`'s encoded fields.
 fn result_piece(fields: &[u8]) -> Vec<u8> {
-    let mut piece = Vec::with_capacity(1 + encoded_len_varint(fields.len() as u64) + fields.len());
-    encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut piece);
-    encode_varint(fields.len() as u64, &mut piece);
+    let mut piece = result_header(fields.len());
     piece.extend_from_slice(fields);
     piece
 }
