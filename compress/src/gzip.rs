@@ -11,12 +11,15 @@ use flate2::Compression;
 use crate::bounded::read_bounded;
 use crate::{DecompressError, Level};
 
-pub(crate) fn compress(level: Level, input: &[u8], out: &mut Vec<u8>) {
-    let level = match level {
+fn compression(level: Level) -> Compression {
+    match level {
         Level::Fastest => Compression::fast(),
         Level::Default => Compression::default(),
-    };
-    let mut enc = GzEncoder::new(out, level);
+    }
+}
+
+pub(crate) fn compress(level: Level, input: &[u8], out: &mut Vec<u8>) {
+    let mut enc = GzEncoder::new(out, compression(level));
     // Writing into a Vec cannot fail.
     let result = enc.write_all(input).and_then(|()| enc.try_finish());
     debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
@@ -29,11 +32,7 @@ pub struct GzipStream(GzEncoder<Vec<u8>>);
 
 impl GzipStream {
     pub fn new(level: Level) -> Self {
-        let level = match level {
-            Level::Fastest => Compression::fast(),
-            Level::Default => Compression::default(),
-        };
-        GzipStream(GzEncoder::new(Vec::new(), level))
+        GzipStream(GzEncoder::new(Vec::new(), compression(level)))
     }
 
     /// Compresses `input`, appending what is ready to `out`.

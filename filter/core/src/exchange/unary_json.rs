@@ -6,8 +6,9 @@
 //!
 //! Used when the answer is identity, too small for any codec, left to Envoy's zstd
 //! compressor, or gzip, which the filter then writes as the JSON comes ([`GzipStream`]):
-//! both compressed cases are judged by the declared size alone, since protojson's bulk
-//! is base64, which always packs to about 3/4. The headers go out at once, so a failure
+//! both compressed cases are judged by the size alone (declared, or none: the shim
+//! sends a large answer in pieces), since protojson's bulk is base64, which always
+//! packs to about 3/4. The headers go out at once, so a failure
 //! after them (a malformed message, the JSON outgrowing `max_response_bytes`) resets
 //! the stream, as the buffered path did for an answer whose headers were out.
 
@@ -28,7 +29,7 @@ pub(crate) struct UnaryJson {
     /// The body ends with the chunk being converted.
     pub(super) at_end: bool,
     /// Envoy's compressor encodes the JSON on its way out (it was judged worth it
-    /// from its declared size), so the answer gets no `no-transform`.
+    /// from its size), so the answer gets no `no-transform`.
     pub(super) envoy_compresses: bool,
     /// The filter gzips the JSON as it goes (`content-encoding: gzip`).
     gzip: Option<GzipStream>,
