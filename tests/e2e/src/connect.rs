@@ -50,13 +50,7 @@ impl ConnectClient {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> Result<Answer, BoxError> {
-        let mut rb = self
-            .http
-            .request(method, format!("{}{}", self.cfg.base_url(), path));
-        for (k, v) in headers {
-            rb = rb.header(*k, *v);
-        }
-        let resp = rb.body(body).send().await?;
+        let resp = self.request(method, path, headers, body).send().await?;
         let status = resp.status().as_u16();
         let version = resp.version();
         let headers = resp.headers().clone();
@@ -77,11 +71,26 @@ impl ConnectClient {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> reqwest::Response {
-        let mut rb = self.http.post(format!("{}{}", self.cfg.base_url(), path));
+        self.request(reqwest::Method::POST, path, headers, body)
+            .send()
+            .await
+            .expect("request to Ferry")
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> reqwest::RequestBuilder {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{}", self.cfg.base_url(), path));
         for (k, v) in headers {
             rb = rb.header(*k, *v);
         }
-        rb.body(body).send().await.expect("request to Ferry")
+        rb.body(body)
     }
 
     pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Answer {

@@ -9,7 +9,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{cfg, grpc_frame, unique};
+use common::{cfg, grpc_frame, scrape, series, shim_addr, unique};
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_e2e::h3_client::H3Client;
 use ferry_e2e::{config::basic_auth, grpc, Answer};
@@ -33,10 +33,6 @@ fn admin_url() -> String {
     )
 }
 
-fn shim_addr() -> String {
-    var("FERRY_SHIM_ADDR", "127.0.0.1:8081")
-}
-
 fn access_log() -> std::path::PathBuf {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let run_dir = var("FERRY_RUN_DIR", &root.join(".run").to_string_lossy());
@@ -49,19 +45,6 @@ fn access_log() -> std::path::PathBuf {
     .into()
 }
 
-/// A plain-HTTP GET (Envoy admin, the shim's /metrics).
-async fn scrape(url: &str) -> String {
-    ferry_e2e::config::install_crypto_provider();
-    let a = reqwest::Client::new()
-        .get(url)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
-    assert!(a.status().is_success(), "GET {url}: {}", a.status());
-    a.text().await.expect("scrape text")
-}
-
-/// `name{labels} value` lines of one metric name: labels text -> value.
 /// Now, as Envoy's `%START_TIME%` prints it (`2026-11-23T00:54:09.041Z`), so the
 /// two compare as strings.
 fn utc_now_millis() -> String {
@@ -73,23 +56,6 @@ fn utc_now_millis() -> String {
         .expect("UTF-8")
         .trim()
         .to_owned()
-}
-
-fn series(text: &str, name: &str) -> BTreeMap<String, f64> {
-    text.lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix(name)?;
-            let (labels, value) = if let Some(r) = rest.strip_prefix('{') {
-                let end = r.find('}')?;
-                (r[..end].to_owned(), r[end + 1..].trim())
-            } else if rest.starts_with(' ') {
-                (String::new(), rest.trim())
-            } else {
-                return None;
-            };
-            Some((labels, value.parse().ok()?))
-        })
-        .collect()
 }
 
 fn labels(rpc: &str, protocol: &str, codec: &str, http: &str, class: &str, code: &str) -> String {

@@ -6,7 +6,7 @@
 //! query in MySQL.
 mod common;
 
-use common::{cfg, gone_within, running, unique};
+use common::{cfg, gone_within, running, scrape, series, shim_addr, unique};
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use ferry_proto::vitess::vtrpc::Code;
@@ -139,20 +139,12 @@ async fn an_answer_just_past_the_threshold_is_whole() {
 
 /// `ferry_shim_requests_total{code="<code>",rpc="Execute"}` from the shim's /metrics.
 async fn shim_requests(code: &str) -> f64 {
-    let addr = std::env::var("FERRY_SHIM_ADDR").unwrap_or_else(|_| "127.0.0.1:8081".into());
-    ferry_e2e::config::install_crypto_provider();
-    let text = reqwest::Client::new()
-        .get(format!("http://{addr}/metrics"))
-        .send()
-        .await
-        .expect("the shim's /metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    let line = format!("ferry_shim_requests_total{{code=\"{code}\",rpc=\"Execute\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&line))
-        .map_or(0.0, |v| v.trim().parse().expect("a number"))
+    let text = scrape(&format!("http://{}/metrics", shim_addr())).await;
+    let labels = format!("code=\"{code}\",rpc=\"Execute\"");
+    series(&text, "ferry_shim_requests_total")
+        .get(&labels)
+        .copied()
+        .unwrap_or(0.0)
 }
 
 #[tokio::test]

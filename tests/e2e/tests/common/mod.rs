@@ -270,3 +270,42 @@ pub async fn gone_within(marker: &str, limit: std::time::Duration) -> std::time:
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// The shim's HTTP address (`FERRY_SHIM_ADDR`), for its /metrics.
+pub fn shim_addr() -> String {
+    std::env::var("FERRY_SHIM_ADDR")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "127.0.0.1:8081".to_owned())
+}
+
+/// A plain-HTTP GET (Envoy admin, the shim's /metrics).
+pub async fn scrape(url: &str) -> String {
+    ferry_e2e::config::install_crypto_provider();
+    let a = reqwest::Client::new()
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    assert!(a.status().is_success(), "GET {url}: {}", a.status());
+    a.text().await.expect("scrape text")
+}
+
+/// `name{labels} value` lines of one metric name in a Prometheus scrape: labels text
+/// (as written) -> value.
+pub fn series(text: &str, name: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = if let Some(r) = rest.strip_prefix('{') {
+                let end = r.find('}')?;
+                (r[..end].to_owned(), r[end + 1..].trim())
+            } else if rest.starts_with(' ') {
+                (String::new(), rest.trim())
+            } else {
+                return None;
+            };
+            Some((labels, value.parse().ok()?))
+        })
+        .collect()
+}
