@@ -28,15 +28,15 @@ pub(crate) fn compress(level: Level, input: &[u8], out: &mut Vec<u8>) {
 /// A gzip member written as its input arrives: each [`GzipStream::write`] hands
 /// over the compressed bytes produced so far, [`GzipStream::finish`] the rest and the
 /// trailer (CRC-32, size). For answers sent chunk by chunk.
-pub struct GzipStream(GzEncoder<Vec<u8>>);
+pub(crate) struct GzipStream(GzEncoder<Vec<u8>>);
 
 impl GzipStream {
-    pub fn new(level: Level) -> Self {
+    pub(crate) fn new(level: Level) -> Self {
         GzipStream(GzEncoder::new(Vec::new(), compression(level)))
     }
 
     /// Compresses `input`, appending what is ready to `out`.
-    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail.
         let result = self.0.write_all(input);
         debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
@@ -44,7 +44,7 @@ impl GzipStream {
     }
 
     /// Ends the member, appending the rest to `out`.
-    pub fn finish(mut self, out: &mut Vec<u8>) {
+    pub(crate) fn finish(mut self, out: &mut Vec<u8>) {
         let result = self.0.try_finish();
         debug_assert!(result.is_ok(), "gzip into a Vec failed: {result:?}");
         out.append(self.0.get_mut());

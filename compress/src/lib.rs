@@ -6,6 +6,7 @@
 //!   [`Encoding::name`], [`SUPPORTED`]).
 //! - [`compress`] / [`decompress`]: dispatch to one module per codec. Both *append* to
 //!   `out`; on error `decompress` leaves `out` as it found it.
+//! - [`StreamEncoder`]: gzip, snappy and S2 written as the input arrives.
 //! - [`negotiate::choose`]: our preferred codec among those an accept list allows.
 //! - [`adaptive::Policy`]: whether compressing a given body is worth it.
 //!
@@ -30,6 +31,7 @@ mod gzip;
 pub mod negotiate;
 pub mod s2;
 mod snappy;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod zstd;
@@ -37,8 +39,8 @@ mod zstd;
 pub use adaptive::Policy;
 pub use encoding::{Encoding, SUPPORTED};
 pub use error::DecompressError;
-pub use gzip::GzipStream;
 pub use negotiate::choose;
+pub use stream::StreamEncoder;
 
 /// How hard to compress. Only gzip has real levels today (ruzstd implements only its
 /// fastest level; snappy and S2 have none).

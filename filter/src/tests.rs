@@ -704,9 +704,9 @@ fn a_connect_answer_that_cannot_be_completed_is_reset() {
     s.assert_no_violations();
 }
 
-/// A Connect JSON answer that may be compressed with a codec the filter writes whole
-/// (s2): its headers are held until its body says whether compression pays. (headers
-/// action, stream.)
+/// A Connect JSON answer that may be compressed with a codec judged on a sample (s2):
+/// its headers are held until the body's start says whether compression pays.
+/// (headers action, stream.)
 fn held_answer(limits: Limits) -> (Action, Stream) {
     let mut s = stream_with(limits, false);
     let mut headers = post(EXECUTE, "application/json");
@@ -787,6 +787,57 @@ fn held_response_headers_are_completed_from_the_body_callback() {
         serde_json::from_slice::<ExecuteResponse>(&downstream.sent_body).unwrap(),
         execute_response()
     );
+    s.assert_no_violations();
+}
+
+#[test]
+fn held_response_headers_go_out_with_the_sample_and_the_rest_streams() {
+    // Larger than the 64 KiB sample: judged on it, the headers go out with its s2
+    // chunks from a body callback before the end, and the rest follows compressed.
+    let (action, mut s) = held_answer(roomy());
+    assert_eq!(action, Action::Pause, "held");
+    let mut answer = execute_response();
+    if let Some(result) = answer.result.as_mut() {
+        result.rows = (0..4000)
+            .map(|i| {
+                let value = format!("{i}: the quick brown fox jumps over the lazy dog");
+                Row {
+                    lengths: vec![value.len() as i64],
+                    values: value.into_bytes(),
+                }
+            })
+            .collect();
+    }
+    let answer = answer.encode_to_vec();
+    let chunks: Vec<&[u8]> = answer.chunks(40_000).collect();
+    assert!(chunks.len() >= 4);
+    assert_eq!(s.response_body(chunks[0], false), Action::Pause, "sampling");
+    assert_eq!(s.host().response.sent_headers, None);
+    assert_eq!(
+        s.response_body(chunks[1], false),
+        Action::Continue,
+        "judged"
+    );
+    let downstream = &s.host().response;
+    assert_eq!(downstream.sent_header("content-encoding"), Some("s2"));
+    assert_eq!(
+        downstream.sent_header("content-type"),
+        Some("application/json")
+    );
+    for (i, chunk) in chunks.iter().enumerate().skip(2) {
+        let action = s.response_body(chunk, i + 1 == chunks.len());
+        assert_eq!(action, Action::Continue);
+    }
+    let mut json = Vec::new();
+    ferry_compress::decompress(
+        ferry_compress::Encoding::S2,
+        &s.host().response.sent_body,
+        1 << 24,
+        &mut json,
+    )
+    .unwrap();
+    let back: ExecuteResponse = serde_json::from_slice(&json).unwrap();
+    assert_eq!(back.result.unwrap().rows.len(), 4000);
     s.assert_no_violations();
 }
 

@@ -15,16 +15,85 @@ const BLOCK_SIZE: usize = 1 << 20;
 /// (even for empty input, so the stream names itself), then one chunk per block,
 /// compressed only where that is smaller.
 pub(super) fn encode_stream(input: &[u8], out: &mut Vec<u8>) {
-    push_chunk(out, STREAM_IDENTIFIER, &[], S2_MAGIC);
-    let mut encoder = snap::raw::Encoder::new();
-    let mut scratch = Vec::new();
-    for block in input.chunks(BLOCK_SIZE) {
+    let mut writer = Writer::new();
+    writer.write(input, out);
+    writer.finish(out);
+}
+
+/// An S2 stream written as its input arrives, for answers sent chunk by chunk: the
+/// same bytes as [`encode_stream`] of all the input, each block going out once it is
+/// full (whole blocks straight from the input; only a partial block is kept).
+pub struct Writer {
+    encoder: snap::raw::Encoder,
+    /// The start of the next block.
+    pending: Vec<u8>,
+    scratch: Vec<u8>,
+    started: bool,
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Writer {
+    pub fn new() -> Self {
+        Writer {
+            encoder: snap::raw::Encoder::new(),
+            pending: Vec::new(),
+            scratch: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Takes `input`, appending the chunks of the blocks it completes to `out`.
+    pub fn write(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+        self.start(out);
+        if !self.pending.is_empty() {
+            let room = BLOCK_SIZE.saturating_sub(self.pending.len());
+            let (head, rest) = input.split_at_checked(room).unwrap_or((input, &[]));
+            self.pending.extend_from_slice(head);
+            input = rest;
+            if self.pending.len() < BLOCK_SIZE {
+                return;
+            }
+            let block = std::mem::take(&mut self.pending);
+            self.block(&block, out);
+            self.pending = block;
+            self.pending.clear();
+        }
+        while let Some((block, rest)) = input.split_at_checked(BLOCK_SIZE) {
+            self.block(block, out);
+            input = rest;
+        }
+        self.pending.extend_from_slice(input);
+    }
+
+    /// Ends the stream: the last, partial block.
+    pub fn finish(mut self, out: &mut Vec<u8>) {
+        self.start(out);
+        let block = std::mem::take(&mut self.pending);
+        if !block.is_empty() {
+            self.block(&block, out);
+        }
+    }
+
+    fn start(&mut self, out: &mut Vec<u8>) {
+        if !self.started {
+            self.started = true;
+            push_chunk(out, STREAM_IDENTIFIER, &[], S2_MAGIC);
+        }
+    }
+
+    fn block(&mut self, block: &[u8], out: &mut Vec<u8>) {
         let checksum = masked_crc(block).to_le_bytes();
-        scratch.resize(snap::raw::max_compress_len(block.len()), 0);
-        match encoder.compress(block, &mut scratch) {
+        self.scratch
+            .resize(snap::raw::max_compress_len(block.len()), 0);
+        match self.encoder.compress(block, &mut self.scratch) {
             Ok(len) if len < block.len() => {
-                scratch.truncate(len);
-                push_chunk(out, COMPRESSED, &checksum, &scratch);
+                let data = self.scratch.get(..len).unwrap_or_default();
+                push_chunk(out, COMPRESSED, &checksum, data);
             }
             // Incompressible (or, impossibly for 1 MiB blocks, too large for snap).
             _ => push_chunk(out, UNCOMPRESSED, &checksum, block),
@@ -86,5 +155,54 @@ mod tests {
             round_trip(&mixed),
             [STREAM_IDENTIFIER, COMPRESSED, UNCOMPRESSED, UNCOMPRESSED]
         );
+    }
+
+    #[test]
+    fn written_in_pieces_it_is_the_same_stream() {
+        let mut x = 7u32;
+        let mut input: Vec<u8> = (0..BLOCK_SIZE * 2 + 12_345)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                if i % 3 == 0 {
+                    x as u8
+                } else {
+                    b'a' + (i % 7) as u8
+                }
+            })
+            .collect();
+        input.extend(vec![9; BLOCK_SIZE]);
+        let mut whole = Vec::new();
+        encode_stream(&input, &mut whole);
+        for cut in [
+            1,
+            1000,
+            65_536,
+            BLOCK_SIZE - 1,
+            BLOCK_SIZE,
+            BLOCK_SIZE + 1,
+            3 * BLOCK_SIZE,
+        ] {
+            let mut writer = Writer::new();
+            let mut out = Vec::new();
+            // Uneven pieces: `cut`, then a little, alternately.
+            let mut rest = input.as_slice();
+            let mut turn = 0;
+            while !rest.is_empty() {
+                let n = if turn % 2 == 0 { cut } else { 17 }.min(rest.len());
+                let (piece, tail) = rest.split_at(n);
+                writer.write(piece, &mut out);
+                rest = tail;
+                turn += 1;
+            }
+            writer.finish(&mut out);
+            assert!(out == whole, "cut {cut}");
+        }
+        let mut out = Vec::new();
+        Writer::new().finish(&mut out);
+        let mut empty = Vec::new();
+        encode_stream(b"", &mut empty);
+        assert_eq!(out, empty);
     }
 }

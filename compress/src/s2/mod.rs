@@ -5,7 +5,8 @@
 //! - [`decompress`] reads everything s2's `Reader` does: S2 and Snappy framed streams,
 //!   concatenated, with padding and skippable chunks (including S2's seek index).
 //!   Every checksum is verified; the output never grows past the caller's limit.
-//! - [`compress`] writes an S2 stream of Snappy-compressed 1 MiB blocks.
+//! - [`compress`] writes an S2 stream of Snappy-compressed 1 MiB blocks; [`Writer`]
+//!   writes the same stream as its input arrives.
 //!
 //! `tests/s2-vectors` (Go) checks both against klauspost/compress itself.
 
@@ -14,6 +15,8 @@ mod crc;
 mod decode;
 mod encode;
 mod frame;
+
+pub use encode::Writer;
 
 use crate::DecompressError;
 

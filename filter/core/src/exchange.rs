@@ -24,7 +24,7 @@
 mod request;
 mod response;
 mod stream;
-mod unary_json;
+mod unary_stream;
 
 use ferry_compress::Encoding;
 

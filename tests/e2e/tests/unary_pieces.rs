@@ -67,11 +67,20 @@ fn check_rows(r: &ExecuteResponse, n: usize) {
 async fn a_large_answer_leaves_while_the_query_runs() {
     let client = ConnectClient::http2(&cfg());
     let auth = client.cfg.basic_auth();
+    // Every codec, each compressed as the pieces come: the filter's gzip, snappy and
+    // s2 (a proto answer, and JSON under an LZ codec, once its first 64 KiB were
+    // judged), Envoy's zstd.
     for (json, accept) in [
         (false, "identity"),
         (true, "identity"),
         (true, "gzip"),
         (true, "zstd"),
+        (true, "s2"),
+        (true, "snappy"),
+        (false, "s2"),
+        (false, "snappy"),
+        (false, "gzip"),
+        (false, "zstd"),
     ] {
         let marker = unique("pieces");
         // 8 rows (1.6 MB) at once, then 4 more, 0.4 s apart.

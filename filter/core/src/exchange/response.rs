@@ -6,7 +6,7 @@
 use ferry_compress::Encoding;
 
 use super::stream::StreamConverter;
-use super::unary_json::UnaryJson;
+use super::unary_stream::{Plan, UnaryStream};
 use super::ResponseHeadersStep;
 use super::{BodyEdit, Call, Reset, ResponseBodyStep, ResponseEdit, ResponseHead};
 use crate::affinity;
@@ -41,8 +41,9 @@ pub(super) enum ResponseFlow {
     },
     /// The shim's stream, converted chunk by chunk as it arrives.
     Stream(Box<StreamConverter>),
-    /// A Connect unary JSON success, transcoded chunk by chunk as it arrives.
-    Transcode(Box<UnaryJson>),
+    /// A Connect unary success sent on chunk by chunk as it arrives (converted to
+    /// JSON, compressed, or as it is after its headers waited for a sample).
+    Unary(Box<UnaryStream>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,11 +93,9 @@ impl Call {
         let flow = match self.response_flow(status, media, declared, settings) {
             _ if lost => convert(Conversion::Lost, status, false),
             // No body will come: the buffered path answers from the headers.
-            ResponseFlow::Transcode(json) if end_of_stream => convert(
-                Conversion::Success,
-                status,
-                json.envoy_compresses || json.gzips(),
-            ),
+            ResponseFlow::Unary(unary) if end_of_stream => {
+                convert(Conversion::Success, status, unary.may_compress())
+            }
             flow => flow,
         };
         if let Some(declared) = declared {
@@ -120,7 +119,7 @@ impl Call {
                 held,
                 ..
             } => *held,
-            ResponseFlow::Transcode(json) => json.envoy_compresses,
+            ResponseFlow::Unary(unary) => unary.judged(),
             _ => false,
         };
         if self.envoy_encoding.is_some() && !judged {
@@ -140,16 +139,21 @@ impl Call {
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
             }
-            ResponseFlow::Transcode(json) => {
+            ResponseFlow::Unary(unary) => {
                 let (_, content_type) = client.wire.answer_head(client.media_type, None);
                 edits.set.push(("content-type", content_type.to_owned()));
-                if json.gzips() {
+                if let Some(named) = unary.named() {
                     let header = client.wire.encoding_headers().content;
-                    edits.set.push((header, Encoding::Gzip.name().to_owned()));
+                    edits.set.push((header, named.name().to_owned()));
                 }
                 edits.remove.push("content-length");
+                let held = unary.holds();
                 self.response = flow;
-                return ResponseHeadersStep::Forward(edits);
+                return if held {
+                    ResponseHeadersStep::Hold(edits)
+                } else {
+                    ResponseHeadersStep::Forward(edits)
+                };
             }
             ResponseFlow::Convert { kind, held, .. } => (*kind, *held),
         };
@@ -217,34 +221,35 @@ impl Call {
             return convert(Conversion::Success, status, false);
         }
         if shim_unary {
-            // Connect unary names its encoding in the headers: they wait for the body
-            // when it may be compressed.
+            // Connect unary names its encoding in its headers, before the body; the
+            // shim declares the size of every answer it sends whole (one without a
+            // size is large: it goes out in pieces as MySQL sends it, spill.rs).
             let small = declared.is_some_and(|n| n < settings.compression.min_bytes);
             let may_compress = (self.answer_encoding != Encoding::Identity
                 || self.envoy_encoding.is_some())
                 && !small;
-            let streams = self.client.codec == Codec::Json && self.rpc.streams_json;
-            // Envoy's compressor judged by the size alone: protojson of a size past
-            // `min_bytes` always pays (its bulk is base64, which packs to about 3/4
-            // whatever the bytes), so no sample needs to be held. The shim declares
-            // the size of every answer it sends whole; one without a size is large,
-            // going out in pieces as MySQL sends it (the shim's spill.rs).
-            let envoy_compresses =
-                self.answer_encoding == Encoding::Identity && self.envoy_encoding.is_some();
-            // The same holds for gzip, which the filter then writes as the JSON comes.
-            let filter_gzips = self.answer_encoding == Encoding::Gzip;
-            return match (self.client.is_canonical(), may_compress) {
-                (true, false) => ResponseFlow::Pass,
-                (false, false) if streams => {
-                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, false)))
-                }
-                (false, true) if streams && envoy_compresses => {
-                    ResponseFlow::Transcode(Box::new(UnaryJson::new(settings.limits, true)))
-                }
-                (false, true) if streams && filter_gzips => ResponseFlow::Transcode(Box::new(
-                    UnaryJson::gzipped(settings.limits, settings.compression.level),
-                )),
-                (_, held) => convert(Conversion::Success, status, held),
+            let json = self.client.codec == Codec::Json;
+            if !may_compress && !json {
+                return ResponseFlow::Pass;
+            }
+            // Only Execute's answer is transcoded as it comes (the others are small).
+            if json && !self.rpc.streams_json {
+                return convert(Conversion::Success, status, may_compress);
+            }
+            let plan = Plan {
+                json,
+                filter: if may_compress {
+                    self.answer_encoding
+                } else {
+                    Encoding::Identity
+                },
+                envoy: self.envoy_encoding.filter(|_| may_compress),
+                encoding_header: wire.encoding_headers().content,
+            };
+            return match UnaryStream::new(&plan, settings) {
+                Some(unary) => ResponseFlow::Unary(Box::new(unary)),
+                // A codec that needs the whole answer: its headers wait for it.
+                None => convert(Conversion::Success, status, true),
             };
         }
         if connect_error && wire.speaks_connect_errors() {
@@ -285,9 +290,24 @@ impl Call {
                 stream.at_end = end_of_stream;
                 return ResponseBodyStep::Read(body_size);
             }
-            ResponseFlow::Transcode(json) => {
-                json.at_end = end_of_stream;
-                return match json.admit(body_size, limits) {
+            ResponseFlow::Unary(unary) if unary.holds() => {
+                unary.at_end = end_of_stream;
+                // Its headers have not gone out: the whole answer can still change.
+                if let Err(rejection) = limits.check_response(body_size) {
+                    return ResponseBodyStep::Reply(client.reply(&rejection));
+                }
+                if body_size < settings.compression.sample_bytes && !end_of_stream {
+                    return ResponseBodyStep::Wait;
+                }
+                return match unary.admit(body_size, limits) {
+                    Ok(()) => ResponseBodyStep::Read(body_size),
+                    Err(Reset(message)) => ResponseBodyStep::Reset(message),
+                };
+            }
+            ResponseFlow::Unary(unary) => {
+                unary.at_end = end_of_stream;
+                return match unary.admit(body_size, limits) {
+                    Ok(()) if unary.passes() => ResponseBodyStep::Continue,
                     Ok(()) => ResponseBodyStep::Read(body_size),
                     // A 200 is out; only a success body may follow, and it is too large.
                     Err(Reset(message)) => ResponseBodyStep::Reset(message),
@@ -424,10 +444,16 @@ impl Call {
                     ),
                 }
             }
-            // Every chunk went on already: the JSON's end cannot follow trailers (the
+            // Still held: Envoy buffered the body, which is converted whole.
+            ResponseFlow::Unary(unary) if unary.holds() => {
+                unary.at_end = true;
+                ResponseBodyStep::Read(limits.max_response_bytes)
+            }
+            // Every chunk went on already: the answer's end cannot follow trailers (the
             // shim never sends any with a unary answer).
-            ResponseFlow::Transcode(_) => ResponseBodyStep::Reset(
-                "the shim's answer ended with HTTP trailers; its JSON cannot be completed after them".into(),
+            ResponseFlow::Unary(_) => ResponseBodyStep::Reset(
+                "the shim's answer ended with HTTP trailers; it cannot be completed after them"
+                    .into(),
             ),
             ResponseFlow::Idle | ResponseFlow::Pass => ResponseBodyStep::Continue,
         }
@@ -447,13 +473,21 @@ impl Call {
                 }
                 Ok(edit)
             }
-            ResponseFlow::Transcode(json) => {
-                let at_end = json.at_end;
-                let converted = json.convert(body, self.rpc, settings.limits);
+            // The whole answer came while its headers waited for a sample: it is
+            // judged and converted whole, as any held answer.
+            ResponseFlow::Unary(unary) if unary.holds() && unary.at_end => {
+                self.response = ResponseFlow::Idle;
+                self.success(body, true, settings)
+            }
+            ResponseFlow::Unary(unary) => {
+                let at_end = unary.at_end;
+                let converted = unary.convert(body, self.rpc, settings);
                 if at_end || converted.is_err() {
                     self.response = ResponseFlow::Idle;
+                } else if unary.passes() {
+                    self.response = ResponseFlow::Pass;
                 }
-                Ok(ResponseEdit::replace(converted?, Vec::new()))
+                converted
             }
             ResponseFlow::Convert {
                 kind, status, held, ..

@@ -557,3 +557,188 @@ fn a_streamed_connect_json_answer_that_goes_wrong_is_reset() {
 fn head_json() -> RequestHead {
     head(EXECUTE, "application/json")
 }
+
+/// What a client receives for an answer of undeclared size sent in `cut`-byte chunks,
+/// Envoy's part played as it is: while the headers are held, each body callback sees
+/// the whole body so far; after, each its own chunk, passed on as it is (`Continue`)
+/// or replaced by what `finish_response` returns. The headers' edits (the held ones
+/// and the decision's), the bytes received, and how many chunks went by before the
+/// headers went out.
+fn received(ex: &mut Exchange, answer: &[u8], cut: usize) -> (HeaderEdits, Vec<u8>, usize) {
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    let (mut held, mut edits) = match step {
+        ResponseHeadersStep::Hold(edits) => (true, edits),
+        ResponseHeadersStep::Forward(edits) => (false, edits),
+        other => panic!("{other:?}"),
+    };
+    let mut out = Vec::new();
+    let mut buffered = Vec::new();
+    let mut waited = 0;
+    let chunks: Vec<&[u8]> = answer.chunks(cut).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        let end = i + 1 == chunks.len();
+        buffered.extend_from_slice(chunk);
+        match ex.on_response_body(buffered.len(), end) {
+            ResponseBodyStep::Wait => {
+                assert!(held, "only held headers wait");
+                waited += 1;
+                continue;
+            }
+            ResponseBodyStep::Continue => out.append(&mut buffered),
+            ResponseBodyStep::Read(n) => {
+                assert_eq!(n, buffered.len());
+                let edit = ex.finish_response(&buffered).unwrap();
+                assert!(
+                    held || edit.headers.is_empty(),
+                    "headers edited after they went out"
+                );
+                edits.set.extend(edit.headers.set);
+                edits.remove.extend(edit.headers.remove);
+                assert!(!edit.pause && edit.trailers.is_empty());
+                match edit.body {
+                    BodyEdit::Keep => out.append(&mut buffered),
+                    BodyEdit::Replace(body) => {
+                        out.extend_from_slice(&body);
+                        buffered.clear();
+                    }
+                    BodyEdit::Prepend(_) => panic!("a Connect answer has no envelope"),
+                }
+            }
+            other => panic!("chunk {i}: {other:?}"),
+        }
+        held = false;
+    }
+    (edits, out, waited)
+}
+
+/// An answer of `rows` rows of random bytes: nothing for a codec to find.
+fn noisy_answer(rows: usize) -> Vec<u8> {
+    let mut response = execute_response();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    response.result.as_mut().unwrap().rows = (0..rows)
+        .map(|_| {
+            let value: Vec<u8> = (0..200)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed as u8
+                })
+                .collect();
+            Row {
+                lengths: vec![value.len() as i64, -1],
+                values: value,
+            }
+        })
+        .collect();
+    response.encode_to_vec()
+}
+
+#[test]
+fn connect_proto_answers_are_compressed_as_they_arrive_after_a_sample() {
+    // ~170 KB of text: past the 64 KiB sample, sent in 10 KB chunks.
+    let answer = large_answer(3000);
+    for accept in ["s2", "snappy", "gzip"] {
+        let enc = Encoding::parse(accept).unwrap();
+        let mut ex = compressing("application/proto", ("accept-encoding", accept));
+        let (edits, body, waited) = received(&mut ex, &answer, 10_000);
+        // The headers waited for 64 KiB (six chunks held, the seventh judged).
+        assert_eq!(waited, 6, "{accept}");
+        assert_eq!(edits.get("content-encoding"), Some(accept));
+        assert!(edits.remove.contains(&"content-length"));
+        assert!(body.len() < answer.len() / 2, "{accept}: {}", body.len());
+        let mut plain = Vec::new();
+        ferry_compress::decompress(enc, &body, 1 << 20, &mut plain).unwrap();
+        assert!(plain == answer, "{accept}");
+        // The bytes of compressing the answer whole: one stream, not one per chunk.
+        assert!(body == compressed(enc, &answer), "{accept}");
+    }
+    // Incompressible: judged on the sample, it goes as it is and the rest passes.
+    let answer = noisy_answer(1000);
+    let mut ex = compressing("application/proto", ("accept-encoding", "s2"));
+    let (edits, body, waited) = received(&mut ex, &answer, 10_000);
+    assert_eq!(waited, 6);
+    assert_eq!(edits.get("content-encoding"), None);
+    assert!(body == answer);
+    assert!(matches!(
+        ex.on_response_body(10, false),
+        ResponseBodyStep::Continue
+    ));
+}
+
+#[test]
+fn connect_json_under_an_lz_codec_is_judged_on_a_sample_then_streamed() {
+    let want = |answer: &[u8]| {
+        let mut out = Vec::new();
+        crate::codec::json::from_proto::<ExecuteResponse>(answer, &mut out, usize::MAX).unwrap();
+        json_of(&out)
+    };
+    let answer = large_answer(3000);
+    for accept in ["s2", "snappy"] {
+        let enc = Encoding::parse(accept).unwrap();
+        let mut ex = compressing("application/json", ("accept-encoding", accept));
+        let (edits, body, waited) = received(&mut ex, &answer, 10_000);
+        assert_eq!(waited, 6);
+        assert_eq!(edits.get("content-type"), Some("application/json"));
+        assert_eq!(edits.get("content-encoding"), Some(accept));
+        let mut json = Vec::new();
+        ferry_compress::decompress(enc, &body, 1 << 24, &mut json).unwrap();
+        assert_eq!(json_of(&json), want(&answer), "{accept}");
+    }
+    // Base64 of random bytes gives an LZ codec nothing: identity JSON, still streamed.
+    let answer = noisy_answer(1000);
+    let mut ex = compressing("application/json", ("accept-encoding", "s2"));
+    let (edits, body, _) = received(&mut ex, &answer, 10_000);
+    assert_eq!(edits.get("content-encoding"), None);
+    assert_eq!(json_of(&body), want(&answer));
+    // gzip packs base64 whatever the bytes: named at once, nothing held.
+    let mut ex = compressing("application/json", ("accept-encoding", "gzip"));
+    let (edits, body, waited) = received(&mut ex, &answer, 10_000);
+    assert_eq!((waited, edits.get("content-encoding")), (0, Some("gzip")));
+    let mut json = Vec::new();
+    ferry_compress::decompress(Encoding::Gzip, &body, 1 << 24, &mut json).unwrap();
+    assert_eq!(json_of(&json), want(&answer));
+}
+
+#[test]
+fn connect_proto_left_to_envoys_compressor_is_judged_on_a_sample_then_passes() {
+    let envoy = || vec![Encoding::Zstd];
+    for (answer, marked) in [(large_answer(3000), false), (noisy_answer(1000), true)] {
+        let mut ex = compressing_with("application/proto", ("accept-encoding", "zstd"), envoy());
+        let (edits, body, waited) = received(&mut ex, &answer, 10_000);
+        assert_eq!(waited, 6);
+        assert_eq!(edits.get("content-encoding"), None, "Envoy names it");
+        assert_eq!(edits.get("cache-control").is_some(), marked);
+        assert!(body == answer);
+        assert!(matches!(
+            ex.on_response_body(10, false),
+            ResponseBodyStep::Continue
+        ));
+    }
+}
+
+#[test]
+fn a_held_sample_past_the_limit_is_refused_whole() {
+    // The headers still wait: the answer becomes a clear error, not a reset.
+    let mut ex = compressing("application/proto", ("accept-encoding", "s2"));
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    assert!(matches!(step, ResponseHeadersStep::Hold(_)));
+    assert_eq!(ex.on_response_body(1000, false), ResponseBodyStep::Wait);
+    let ResponseBodyStep::Reply(reply) = ex.on_response_body((1 << 20) + 1, false) else {
+        panic!()
+    };
+    assert_eq!(connect_error(&reply).1, "resource_exhausted");
+    // Past it once streaming: the 200 is out, so the stream is reset.
+    let mut ex = compressing("application/proto", ("accept-encoding", "s2"));
+    ex.on_response_headers(&response("200", "application/proto"), false);
+    let sample = large_answer(3000);
+    assert!(matches!(
+        ex.on_response_body(sample.len(), false),
+        ResponseBodyStep::Read(_)
+    ));
+    ex.finish_response(&sample).unwrap();
+    assert!(matches!(
+        ex.on_response_body(1 << 20, false),
+        ResponseBodyStep::Reset(_)
+    ));
+}

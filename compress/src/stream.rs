@@ -1,0 +1,96 @@
+//! Compressing an answer as it goes out, chunk by chunk, into one stream of its codec
+//! (the bytes equal compressing it whole): gzip, snappy and S2. zstd is not here:
+//! ruzstd's encoder takes its input whole, and Envoy's own zstd compressor streams.
+
+use crate::gzip::GzipStream;
+use crate::snappy::SnappyStream;
+use crate::{s2, Encoding, Level};
+
+pub struct StreamEncoder(Codec);
+
+enum Codec {
+    Gzip(GzipStream),
+    Snappy(SnappyStream),
+    S2(s2::Writer),
+}
+
+impl StreamEncoder {
+    /// A stream of `enc` at `level` (gzip's only), or `None` for identity and zstd.
+    pub fn new(enc: Encoding, level: Level) -> Option<Self> {
+        match enc {
+            Encoding::Gzip => Some(StreamEncoder(Codec::Gzip(GzipStream::new(level)))),
+            Encoding::Snappy => Some(StreamEncoder(Codec::Snappy(SnappyStream::new()))),
+            Encoding::S2 => Some(StreamEncoder(Codec::S2(s2::Writer::new()))),
+            Encoding::Identity | Encoding::Zstd => None,
+        }
+    }
+
+    /// Whether `enc` can be written as it goes.
+    pub fn streams(enc: Encoding) -> bool {
+        matches!(enc, Encoding::Gzip | Encoding::Snappy | Encoding::S2)
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        match self.0 {
+            Codec::Gzip(_) => Encoding::Gzip,
+            Codec::Snappy(_) => Encoding::Snappy,
+            Codec::S2(_) => Encoding::S2,
+        }
+    }
+
+    /// Compresses `input`, appending what is ready to `out` (a codec may keep up to
+    /// a block of input back: 64 KiB for snappy, 1 MiB for S2).
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        match &mut self.0 {
+            Codec::Gzip(gzip) => gzip.write(input, out),
+            Codec::Snappy(snappy) => snappy.write(input, out),
+            Codec::S2(s2) => s2.write(input, out),
+        }
+    }
+
+    /// Ends the stream, appending the rest to `out`.
+    pub fn finish(self, out: &mut Vec<u8>) {
+        match self.0 {
+            Codec::Gzip(gzip) => gzip.finish(out),
+            Codec::Snappy(snappy) => snappy.finish(out),
+            Codec::S2(s2) => s2.finish(out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::random;
+
+    #[test]
+    fn written_in_chunks_it_equals_the_whole_and_decodes() {
+        let mut input = Vec::new();
+        for i in 0..60_000u32 {
+            input.extend_from_slice(format!("{i}\tuser{i}@example.com\t").as_bytes());
+        }
+        input.extend(random(300_000, 5));
+        for enc in Encoding::ALL {
+            let Some(mut stream) = StreamEncoder::new(enc, Level::Fastest) else {
+                assert!(!StreamEncoder::streams(enc), "{enc:?}");
+                continue;
+            };
+            assert!(StreamEncoder::streams(enc));
+            assert_eq!(stream.encoding(), enc);
+            let mut out = Vec::new();
+            for chunk in input.chunks(70_001) {
+                stream.write(chunk, &mut out);
+            }
+            stream.finish(&mut out);
+            let mut whole = Vec::new();
+            crate::compress(enc, &input, &mut whole);
+            assert!(
+                out == whole,
+                "{enc:?}: the same bytes as compressing it whole"
+            );
+            let mut back = Vec::new();
+            crate::decompress(enc, &out, input.len(), &mut back).unwrap();
+            assert!(back == input, "{enc:?}");
+        }
+    }
+}
