@@ -128,9 +128,53 @@ async fn a_gib_stream_arrives_whole_in_bounded_memory() {
         mib(envoy_peak - baseline.0)
     );
 
-    // A unary Connect JSON answer is transcoded chunk by chunk as it arrives (issue 8:
-    // Envoy's peak at most ~2x the answer; it was ~4x when converted whole at its end):
-    // Envoy's growth for a ~27.5 MB answer converted to JSON, against the answer's size.
+    // A unary Connect answer goes out chunk by chunk as it arrives (issue 8: Envoy's
+    // peak at most ~2x the answer; it was ~4x when converted whole at its end):
+    // Envoy's growth for a ~27.5 MB answer, against the answer's size: converted to
+    // JSON; and compressed with s2 as it comes (Connect proto, `Accept-Encoding: s2`,
+    // PlanetScale's Go client's shape; held whole before).
+    let unary = format!(
+        "SELECT n, REPEAT(CHAR(65 + n % 26), 2750) AS v FROM \
+         (SELECT a.n * 1000 + b.n AS n FROM ({THOUSAND}) a, ({THOUSAND}) b) s WHERE n < 10000"
+    );
+    let client = ferry_e2e::connect::ConnectClient::http2(&cfg);
+    let (grew, size) = envoy_growth(envoy, async {
+        let a = client.execute_json(&unary).await;
+        assert_eq!(a.status, 200);
+        a.body.len()
+    })
+    .await;
+    report_unary("Connect JSON", grew, size);
+    let auth = cfg.basic_auth();
+    let (grew, size) = envoy_growth(envoy, async {
+        let body = prost::Message::encode_to_vec(&ExecuteRequest {
+            query: unary.clone(),
+            ..Default::default()
+        });
+        let headers = [
+            ("content-type", "application/proto"),
+            ("authorization", auth.as_str()),
+            ("accept-encoding", "s2"),
+        ];
+        let resp = client
+            .open(ferry_e2e::connect::EXECUTE, &headers, body)
+            .await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-encoding"], "s2");
+        let packed = resp.bytes().await.expect("the whole answer");
+        let mut plain = Vec::new();
+        ferry_compress::decompress(ferry_compress::Encoding::S2, &packed, 64 << 20, &mut plain)
+            .unwrap();
+        let r: ExecuteResponse = prost::Message::decode(&plain[..]).unwrap();
+        assert_eq!(r.result.unwrap().rows.len(), 10_000);
+        plain.len()
+    })
+    .await;
+    report_unary("Connect proto + s2", grew, size);
+}
+
+/// Envoy's peak RSS growth (KiB) while `call` runs, and what it returns.
+async fn envoy_growth(envoy: u32, call: impl std::future::Future<Output = usize>) -> (u64, usize) {
     let before = rss_kib(envoy);
     let done = Arc::new(AtomicBool::new(false));
     let peak = Arc::new(AtomicU64::new(before));
@@ -143,27 +187,23 @@ async fn a_gib_stream_arrives_whole_in_bounded_memory() {
             }
         })
     };
-    let unary = format!(
-        "SELECT n, REPEAT(CHAR(65 + n % 26), 2750) AS v FROM \
-         (SELECT a.n * 1000 + b.n AS n FROM ({THOUSAND}) a, ({THOUSAND}) b) s WHERE n < 10000"
-    );
-    let a = ferry_e2e::connect::ConnectClient::http2(&cfg)
-        .execute_json(&unary)
-        .await;
+    let size = call.await;
     done.store(true, Ordering::Relaxed);
     sampler.join().unwrap();
-    assert_eq!(a.status, 200);
-    let grew = peak.load(Ordering::Relaxed).saturating_sub(before);
+    (peak.load(Ordering::Relaxed).saturating_sub(before), size)
+}
+
+/// Reports Envoy's growth for a unary answer of `size` bytes and holds it under 2x.
+fn report_unary(what: &str, grew_kib: u64, size: usize) {
+    let mib = grew_kib as f64 / 1024.0;
     eprintln!(
-        "unary Connect JSON answer of {:.1} MB: envoy grew {:.1} MiB ({:.2}x the answer)",
-        a.body.len() as f64 / 1e6,
-        mib(grew),
-        (grew * 1024) as f64 / a.body.len() as f64
+        "unary {what} answer of {:.1} MB: envoy grew {mib:.1} MiB ({:.2}x the answer)",
+        size as f64 / 1e6,
+        (grew_kib * 1024) as f64 / size as f64
     );
     assert!(
-        (grew * 1024) < 2 * a.body.len() as u64,
-        "envoy grew {:.1} MiB for a {:.1} MB answer",
-        mib(grew),
-        a.body.len() as f64 / 1e6
+        (grew_kib * 1024) < 2 * size as u64,
+        "{what}: envoy grew {mib:.1} MiB for a {:.1} MB answer",
+        size as f64 / 1e6
     );
 }
