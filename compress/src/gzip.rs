@@ -13,7 +13,10 @@ use crate::{DecompressError, Level};
 
 fn compression(level: Level) -> Compression {
     match level {
-        Level::Fastest => Compression::fast(),
+        // zlib-rs's level 1 is zlib-ng's deflate_quick: 1.5x faster, ~10 % more bytes
+        // than miniz_oxide's level 1 was; level 2 is as fast as that was and tighter
+        // (codec-bench in the VM: protojson rows 0.252 -> 0.212 at ~200 MB/s).
+        Level::Fastest => Compression::new(2),
         Level::Default => Compression::default(),
     }
 }

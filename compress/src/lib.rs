@@ -46,7 +46,7 @@ pub use stream::StreamEncoder;
 /// fastest level; snappy and S2 have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Level {
-    /// gzip -1, zstd "fastest" (≈ zstd -1).
+    /// gzip -2 (zlib-rs: what -1 costs elsewhere), zstd "fastest" (≈ zstd -1).
     #[default]
     Fastest,
     /// gzip -6 (Go's and zlib's default), zstd "fastest" still.
