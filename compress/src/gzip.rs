@@ -78,11 +78,12 @@ mod stream_tests {
             stream.write(chunk, &mut out);
         }
         stream.finish(&mut out);
+        // One member (deflate's bytes may depend on how its input came, so they are
+        // not compared with compressing it whole).
         let mut back = Vec::new();
-        decompress(&out, input.len(), &mut back).unwrap();
+        let mut reader = flate2::read::GzDecoder::new(&out[..]);
+        std::io::Read::read_to_end(&mut reader, &mut back).unwrap();
         assert_eq!(back, input);
-        let mut whole = Vec::new();
-        compress(Level::Fastest, &input, &mut whole);
-        assert_eq!(out, whole, "the same bytes as compressing it whole");
+        assert!(reader.into_inner().is_empty(), "nothing after the member");
     }
 }

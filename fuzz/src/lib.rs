@@ -4,7 +4,9 @@
 
 pub mod json_once;
 
-use ferry_compress::{compress, compress_level, decompress, DecompressError, Encoding, Level};
+use ferry_compress::{
+    compress, compress_level, decompress, DecompressError, Encoding, Level, StreamEncoder,
+};
 
 /// The decompression limit the decoder targets use.
 pub const LIMIT: usize = 1 << 20;
@@ -41,16 +43,35 @@ pub fn check_decompress(enc: Encoding, data: &[u8]) {
 /// exactly their length, and not within one byte less.
 pub fn check_roundtrip(enc: Encoding, data: &[u8]) {
     // The first byte picks the level (only gzip has levels); the rest is the message.
-    let (level, data) = match data.split_first() {
-        Some((b, rest)) if b & 1 == 1 => (Level::Default, rest),
-        Some((_, rest)) => (Level::Fastest, rest),
-        None => (Level::Fastest, data),
+    // Its other bits cut the message into pieces for the stream writer.
+    let (level, piece, data) = match data.split_first() {
+        Some((b, rest)) if b & 1 == 1 => (Level::Default, usize::from(b >> 1) * 37 + 1, rest),
+        Some((b, rest)) => (Level::Fastest, usize::from(b >> 1) * 37 + 1, rest),
+        None => (Level::Fastest, 1, data),
     };
     let mut packed = Vec::new();
     if level == Level::Fastest {
         compress(enc, data, &mut packed);
     } else {
         compress_level(enc, level, data, &mut packed);
+    }
+    // Written in pieces as it arrives (answers sent chunk by chunk): one stream that
+    // decodes to the message; for snappy and S2 the very bytes of compressing it whole
+    // (deflate's output may depend on how its input came).
+    if let Some(mut stream) = StreamEncoder::new(enc, level) {
+        let mut streamed = Vec::new();
+        for chunk in data.chunks(piece) {
+            stream.write(chunk, &mut streamed);
+        }
+        stream.finish(&mut streamed);
+        if enc != Encoding::Gzip {
+            assert!(streamed == packed, "{enc}: written in {piece}-byte pieces, other bytes");
+        }
+        let mut out = Vec::new();
+        if let Err(e) = decompress(enc, &streamed, data.len(), &mut out) {
+            panic!("{enc}: {} bytes written in {piece}-byte pieces do not decode: {e}", data.len());
+        }
+        assert!(out == data, "{enc}: written in {piece}-byte pieces, changed");
     }
     let mut out = Vec::new();
     if let Err(e) = decompress(enc, &packed, data.len(), &mut out) {
