@@ -1,0 +1,123 @@
+//! An Execute answer from the shim (`application/proto`, arbitrary bytes of declared
+//! or undeclared size, cut into arbitrary chunks) through the real exchange to a Connect
+//! unary client (proto or JSON, accepting identity, gzip, s2 or snappy), Envoy's part
+//! played as it is: held headers buffer the body, a `Read` replaces it. No panic; a
+//! proto client that gets to the end receives exactly the shim's bytes, once its
+//! `content-encoding` is undone.
+#![no_main]
+
+use std::rc::Rc;
+
+use ferry_compress::{decompress, Encoding, Policy};
+use ferry_filter_core::config::Config;
+use ferry_filter_core::exchange::{
+    BodyEdit, Exchange, RequestBodyStep, RequestHead, ResponseBodyStep, ResponseHead,
+    ResponseHeadersStep,
+};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, rest)) = data.split_first() else {
+        return;
+    };
+    let (cuts, answer) = rest.split_at(rest.len().min(4));
+    let json = selector & 1 == 1;
+    let accept = ["identity", "gzip", "s2", "snappy"][usize::from(selector >> 1) & 3];
+    let declared = selector & 8 == 8;
+    // A small sample and threshold, so fuzzed answers cross them.
+    let config = Config {
+        compression: Policy {
+            min_bytes: 32,
+            sample_bytes: 200,
+            ..Policy::default()
+        },
+        ..Config::default()
+    };
+    let (content_type, request): (&str, &[u8]) = if json {
+        ("application/json", b"{}")
+    } else {
+        ("application/proto", b"")
+    };
+    let head = RequestHead {
+        method: Some("POST".into()),
+        path: Some("/psdb.v1alpha1.Database/Execute".into()),
+        content_type: Some(content_type.into()),
+        authorization: Some("Basic dXNlcjpwYXNz".into()),
+        encodings: vec![("accept-encoding", accept.into())],
+        ..RequestHead::default()
+    };
+    let mut exchange = Exchange::new(Rc::new(config));
+    exchange.on_request_headers(&head, request.is_empty());
+    if !request.is_empty() {
+        assert_eq!(exchange.on_request_body(request.len(), true), RequestBodyStep::Read);
+        exchange.finish_request(request.to_vec()).ok();
+    }
+    let response = ResponseHead {
+        status: Some("200".into()),
+        content_type: Some("application/proto".into()),
+        content_length: declared.then(|| answer.len().to_string()),
+        shim_instance: Some("0123456789abcdef".into()),
+        ..ResponseHead::default()
+    };
+    let mut encoding = None;
+    let mut note = |set: &[(&str, String)]| {
+        for (name, value) in set {
+            if *name == "content-encoding" {
+                encoding = Encoding::parse(value);
+            }
+        }
+    };
+    match exchange.on_response_headers(&response, answer.is_empty()) {
+        ResponseHeadersStep::Forward(edits) | ResponseHeadersStep::Hold(edits) => {
+            note(&edits.set)
+        }
+        ResponseHeadersStep::Reply(_) => return,
+    }
+    if answer.is_empty() {
+        return;
+    }
+    let mut out = Vec::new();
+    let mut buffered = Vec::new();
+    let mut rest = answer;
+    let mut cuts = cuts.iter().cycle();
+    while !rest.is_empty() {
+        let n = usize::from(*cuts.next().unwrap_or(&64)).max(1).min(rest.len());
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        buffered.extend_from_slice(chunk);
+        match exchange.on_response_body(buffered.len(), rest.is_empty()) {
+            ResponseBodyStep::Continue => out.append(&mut buffered),
+            ResponseBodyStep::Wait => {}
+            ResponseBodyStep::Read(max) => {
+                let take = max.min(buffered.len());
+                let Ok(edit) = exchange.finish_response(&buffered[..take]) else {
+                    return; // reset: a malformed answer for a JSON client
+                };
+                note(&edit.headers.set);
+                match edit.body {
+                    BodyEdit::Keep => out.append(&mut buffered),
+                    BodyEdit::Replace(bytes) => {
+                        out.extend_from_slice(&bytes);
+                        buffered.drain(..take);
+                        out.append(&mut buffered);
+                    }
+                    BodyEdit::Prepend(_) => panic!("a Connect answer has no envelope"),
+                }
+            }
+            ResponseBodyStep::Reply(_) | ResponseBodyStep::Reset(_) => return,
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+    if json {
+        return;
+    }
+    let plain = match encoding {
+        None | Some(Encoding::Identity) => out,
+        Some(enc) => {
+            let mut plain = Vec::new();
+            decompress(enc, &out, usize::MAX, &mut plain).expect("our own stream decodes");
+            plain
+        }
+    };
+    assert!(plain == answer, "the proto answer arrives as the shim sent it");
+});
