@@ -24,6 +24,7 @@
 )]
 
 pub mod adaptive;
+mod blocks;
 mod bounded;
 mod encoding;
 mod error;

@@ -8,6 +8,7 @@ use std::io::Write;
 use snap::read::FrameDecoder;
 use snap::write::FrameEncoder;
 
+use crate::blocks::Blocks;
 use crate::bounded::read_bounded;
 use crate::DecompressError;
 
@@ -24,7 +25,7 @@ pub(crate) fn compress(input: &[u8], out: &mut Vec<u8>) {
 /// the chunks and bytes are those of compressing the input whole.
 pub(crate) struct SnappyStream {
     encoder: FrameEncoder<Vec<u8>>,
-    pending: Vec<u8>,
+    blocks: Blocks,
 }
 
 /// The framing format's block: what `FrameEncoder` compresses at a time.
@@ -34,51 +35,27 @@ impl SnappyStream {
     pub(crate) fn new() -> Self {
         SnappyStream {
             encoder: FrameEncoder::new(Vec::new()),
-            pending: Vec::new(),
+            blocks: Blocks::new(BLOCK),
         }
     }
 
-    pub(crate) fn write(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
-        if !self.pending.is_empty() {
-            let room = BLOCK.saturating_sub(self.pending.len());
-            let (head, rest) = input.split_at_checked(room).unwrap_or((input, &[]));
-            self.pending.extend_from_slice(head);
-            input = rest;
-            if self.pending.len() < BLOCK {
-                return;
-            }
-            let block = std::mem::take(&mut self.pending);
-            self.encode(&block, out);
-            self.pending = block;
-            self.pending.clear();
-        }
-        let whole = input.len() - input.len() % BLOCK;
-        let (blocks, rest) = input.split_at_checked(whole).unwrap_or((&[], input));
-        if !blocks.is_empty() {
-            self.encode(blocks, out);
-        }
-        self.pending.extend_from_slice(rest);
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let encoder = &mut self.encoder;
+        self.blocks.feed(input, |block| encode(encoder, block, out));
     }
 
     pub(crate) fn finish(mut self, out: &mut Vec<u8>) {
-        let rest = std::mem::take(&mut self.pending);
-        self.encode(&rest, out);
-        let result = self.encoder.flush();
-        debug_assert!(result.is_ok(), "snappy into a Vec failed: {result:?}");
-        out.append(self.encoder.get_mut());
+        encode(&mut self.encoder, self.blocks.rest(), out);
     }
+}
 
-    /// Whole blocks (or the last): the encoder, given nothing of its own, writes them
-    /// straight through.
-    fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) {
-        // Writing into a Vec cannot fail.
-        let result = self
-            .encoder
-            .write_all(input)
-            .and_then(|()| self.encoder.flush());
-        debug_assert!(result.is_ok(), "snappy into a Vec failed: {result:?}");
-        out.append(self.encoder.get_mut());
-    }
+/// A whole block (or the last, partial one): the encoder, holding nothing of its own,
+/// writes it straight through.
+fn encode(encoder: &mut FrameEncoder<Vec<u8>>, block: &[u8], out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail.
+    let result = encoder.write_all(block).and_then(|()| encoder.flush());
+    debug_assert!(result.is_ok(), "snappy into a Vec failed: {result:?}");
+    out.append(encoder.get_mut());
 }
 
 pub(crate) fn decompress(

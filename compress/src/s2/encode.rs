@@ -7,6 +7,7 @@ use super::crc::masked_crc;
 use super::frame::{
     CHECKSUM_LEN, CHUNK_HEADER_LEN, COMPRESSED, S2_MAGIC, STREAM_IDENTIFIER, UNCOMPRESSED,
 };
+use crate::blocks::Blocks;
 
 /// klauspost's default block size (S2 allows up to 4 MiB).
 const BLOCK_SIZE: usize = 1 << 20;
@@ -22,11 +23,10 @@ pub(super) fn encode_stream(input: &[u8], out: &mut Vec<u8>) {
 
 /// An S2 stream written as its input arrives, for answers sent chunk by chunk: the
 /// same bytes as [`encode_stream`] of all the input, each block going out once it is
-/// full (whole blocks straight from the input; only a partial block is kept).
+/// full.
 pub struct Writer {
     encoder: snap::raw::Encoder,
-    /// The start of the next block.
-    pending: Vec<u8>,
+    blocks: Blocks,
     scratch: Vec<u8>,
     started: bool,
 }
@@ -41,41 +41,26 @@ impl Writer {
     pub fn new() -> Self {
         Writer {
             encoder: snap::raw::Encoder::new(),
-            pending: Vec::new(),
+            blocks: Blocks::new(BLOCK_SIZE),
             scratch: Vec::new(),
             started: false,
         }
     }
 
     /// Takes `input`, appending the chunks of the blocks it completes to `out`.
-    pub fn write(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
         self.start(out);
-        if !self.pending.is_empty() {
-            let room = BLOCK_SIZE.saturating_sub(self.pending.len());
-            let (head, rest) = input.split_at_checked(room).unwrap_or((input, &[]));
-            self.pending.extend_from_slice(head);
-            input = rest;
-            if self.pending.len() < BLOCK_SIZE {
-                return;
-            }
-            let block = std::mem::take(&mut self.pending);
-            self.block(&block, out);
-            self.pending = block;
-            self.pending.clear();
-        }
-        while let Some((block, rest)) = input.split_at_checked(BLOCK_SIZE) {
-            self.block(block, out);
-            input = rest;
-        }
-        self.pending.extend_from_slice(input);
+        let (encoder, scratch) = (&mut self.encoder, &mut self.scratch);
+        self.blocks
+            .feed(input, |block| push_block(encoder, scratch, block, out));
     }
 
     /// Ends the stream: the last, partial block.
     pub fn finish(mut self, out: &mut Vec<u8>) {
         self.start(out);
-        let block = std::mem::take(&mut self.pending);
+        let block = self.blocks.rest();
         if !block.is_empty() {
-            self.block(&block, out);
+            push_block(&mut self.encoder, &mut self.scratch, block, out);
         }
     }
 
@@ -85,19 +70,24 @@ impl Writer {
             push_chunk(out, STREAM_IDENTIFIER, &[], S2_MAGIC);
         }
     }
+}
 
-    fn block(&mut self, block: &[u8], out: &mut Vec<u8>) {
-        let checksum = masked_crc(block).to_le_bytes();
-        self.scratch
-            .resize(snap::raw::max_compress_len(block.len()), 0);
-        match self.encoder.compress(block, &mut self.scratch) {
-            Ok(len) if len < block.len() => {
-                let data = self.scratch.get(..len).unwrap_or_default();
-                push_chunk(out, COMPRESSED, &checksum, data);
-            }
-            // Incompressible (or, impossibly for 1 MiB blocks, too large for snap).
-            _ => push_chunk(out, UNCOMPRESSED, &checksum, block),
+/// One block's chunk: compressed only where that is smaller.
+fn push_block(
+    encoder: &mut snap::raw::Encoder,
+    scratch: &mut Vec<u8>,
+    block: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let checksum = masked_crc(block).to_le_bytes();
+    scratch.resize(snap::raw::max_compress_len(block.len()), 0);
+    match encoder.compress(block, scratch) {
+        Ok(len) if len < block.len() => {
+            let data = scratch.get(..len).unwrap_or_default();
+            push_chunk(out, COMPRESSED, &checksum, data);
         }
+        // Incompressible (or, impossibly for 1 MiB blocks, too large for snap).
+        _ => push_chunk(out, UNCOMPRESSED, &checksum, block),
     }
 }
 
