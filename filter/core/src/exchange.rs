@@ -21,6 +21,7 @@
 //! can still be replaced; after, gRPC and Connect streams can still report an error at
 //! their end, while a Connect unary success that cannot be completed is reset.
 
+mod framed_unary;
 mod request;
 mod response;
 mod stream;

@@ -5,6 +5,7 @@
 
 use ferry_compress::Encoding;
 
+use super::framed_unary::{Fed, FramedUnary};
 use super::stream::StreamConverter;
 use super::unary_stream::{Plan, UnaryStream};
 use super::ResponseHeadersStep;
@@ -44,6 +45,9 @@ pub(super) enum ResponseFlow {
     /// A Connect unary success sent on chunk by chunk as it arrives (converted to
     /// JSON, compressed, or as it is after its headers waited for a sample).
     Unary(Box<UnaryStream>),
+    /// A large unary proto success for an enveloped client, compressed into the VM
+    /// as it arrives and framed at its end.
+    Framed(Box<FramedUnary>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +100,7 @@ impl Call {
             ResponseFlow::Unary(unary) if end_of_stream => {
                 convert(Conversion::Success, status, unary.may_compress())
             }
+            ResponseFlow::Framed(_) if end_of_stream => convert(Conversion::Success, status, false),
             flow => flow,
         };
         if let Some(declared) = declared {
@@ -156,6 +161,7 @@ impl Call {
                 };
             }
             ResponseFlow::Convert { kind, held, .. } => (*kind, *held),
+            ResponseFlow::Framed(_) => (Conversion::Success, false),
         };
         let connect_lost = lost && self.lost.is_some() && !client.wire.enveloped();
         // A Connect client with the pinned request's context gets the RPC's own answer.
@@ -218,6 +224,14 @@ impl Call {
             return ResponseFlow::Stream(Box::new(StreamConverter::new(settings.limits)));
         }
         if shim_unary && wire.enveloped() {
+            // A proto answer that may be large and compressed is compressed as it
+            // comes; anything else (JSON, identity, within the sample) goes whole.
+            let within_sample = declared.is_some_and(|n| n < settings.compression.sample_bytes);
+            if self.client.codec == Codec::Proto && !within_sample {
+                if let Some(framed) = FramedUnary::new(self.answer_encoding) {
+                    return ResponseFlow::Framed(Box::new(framed));
+                }
+            }
             return convert(Conversion::Success, status, false);
         }
         if shim_unary {
@@ -303,6 +317,27 @@ impl Call {
                     Ok(()) => ResponseBodyStep::Read(body_size),
                     Err(Reset(message)) => ResponseBodyStep::Reset(message),
                 };
+            }
+            ResponseFlow::Framed(framed) => {
+                framed.at_end = end_of_stream;
+                let whole = framed.sampling()
+                    && (end_of_stream || limits.check_response(body_size).is_err());
+                if framed.sampling() && !whole && body_size < settings.compression.sample_bytes {
+                    return ResponseBodyStep::Wait;
+                }
+                let overflowed = !whole && !framed.admit(body_size, limits);
+                if !whole && !overflowed {
+                    return ResponseBodyStep::Read(body_size);
+                }
+                // Whole after all (what is buffered is all of it), or too large: the
+                // buffered path answers, as for any other enveloped success.
+                self.response = ResponseFlow::Convert {
+                    kind: Conversion::Success,
+                    status: 200,
+                    overflowed,
+                    held: false,
+                };
+                return self.on_response_body(body_size, end_of_stream, settings);
             }
             ResponseFlow::Unary(unary) => {
                 unary.at_end = end_of_stream;
@@ -444,6 +479,16 @@ impl Call {
                     ),
                 }
             }
+            // The sample is still buffered by Envoy: the answer goes whole.
+            ResponseFlow::Framed(framed) if framed.sampling() => {
+                self.response = convert(Conversion::Success, 200, false);
+                ResponseBodyStep::Read(limits.max_response_bytes)
+            }
+            // What Envoy holds is the rest (the kept chunks were emptied).
+            ResponseFlow::Framed(framed) => {
+                framed.at_end = true;
+                ResponseBodyStep::Read(limits.max_response_bytes)
+            }
             // Still held: Envoy buffered the body, which is converted whole.
             ResponseFlow::Unary(unary) if unary.holds() => {
                 unary.at_end = true;
@@ -489,6 +534,26 @@ impl Call {
                 }
                 converted
             }
+            ResponseFlow::Framed(framed) => match framed.feed(body, settings) {
+                Fed::Kept => Ok(ResponseEdit {
+                    pause: true,
+                    ..ResponseEdit::replace(Vec::new(), Vec::new())
+                }),
+                // The sample does not pay: uncompressed and whole, Envoy keeping what
+                // it buffered until the end (its header then goes in front of it).
+                Fed::Whole => {
+                    self.answer_encoding = Encoding::Identity;
+                    self.response = convert(Conversion::Success, 200, false);
+                    Ok(ResponseEdit {
+                        pause: true,
+                        ..ResponseEdit::default()
+                    })
+                }
+                Fed::Done(message) => {
+                    self.response = ResponseFlow::Idle;
+                    Ok(self.framed(COMPRESSED, message))
+                }
+            },
             ResponseFlow::Convert {
                 kind, status, held, ..
             } => {
@@ -614,6 +679,25 @@ impl Call {
             trailers: end.trailers,
             pause: false,
         })
+    }
+}
+
+impl Call {
+    /// One compressed message in the client's envelope, then the protocol's end.
+    fn framed(&self, flags: u8, message: Vec<u8>) -> ResponseEdit {
+        let Some(header) = envelope::header(flags, message.len()) else {
+            return error_edit(
+                self.client,
+                Code::ResourceExhausted,
+                "response message is too large",
+            );
+        };
+        let end = self.client.wire.end(None);
+        let mut body = Vec::with_capacity(HEADER_LEN + message.len() + end.body.len());
+        body.extend_from_slice(&header);
+        body.extend_from_slice(&message);
+        body.extend_from_slice(&end.body);
+        ResponseEdit::replace(body, end.trailers)
     }
 }
 

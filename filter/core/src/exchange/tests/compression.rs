@@ -745,3 +745,94 @@ fn a_held_sample_past_the_limit_is_refused_whole() {
         ResponseBodyStep::Reset(_)
     ));
 }
+
+/// Envoy's part for an enveloped answer of undeclared size sent in `cut`-byte chunks:
+/// a paused callback keeps the (edited) buffer, which later chunks join; a continued
+/// one sends it. What the client receives, the trailers added, and how many callbacks
+/// paused.
+fn enveloped_received(
+    ex: &mut Exchange,
+    answer: &[u8],
+    cut: usize,
+) -> (HeaderEdits, Vec<u8>, Vec<Header>, usize) {
+    let step = ex.on_response_headers(&response("200", "application/proto"), false);
+    let ResponseHeadersStep::Forward(edits) = step else {
+        panic!("{step:?}")
+    };
+    let (mut out, mut buffered, mut trailers, mut paused) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    let chunks: Vec<&[u8]> = answer.chunks(cut).collect();
+    for (i, chunk) in chunks.iter().enumerate() {
+        buffered.extend_from_slice(chunk);
+        let edit = match ex.on_response_body(buffered.len(), i + 1 == chunks.len()) {
+            ResponseBodyStep::Continue => ResponseEdit::default(),
+            ResponseBodyStep::Wait => ResponseEdit {
+                pause: true,
+                ..ResponseEdit::default()
+            },
+            ResponseBodyStep::Discard => {
+                buffered.clear();
+                ResponseEdit {
+                    pause: true,
+                    ..ResponseEdit::default()
+                }
+            }
+            ResponseBodyStep::Read(n) => {
+                assert_eq!(n, buffered.len());
+                ex.finish_response(&buffered).unwrap()
+            }
+            ResponseBodyStep::Finish(edit) => edit,
+            other => panic!("chunk {i}: {other:?}"),
+        };
+        assert!(edit.headers.is_empty(), "gRPC headers are out");
+        match edit.body {
+            BodyEdit::Keep => {}
+            BodyEdit::Prepend(header) => {
+                buffered.splice(0..0, header);
+            }
+            BodyEdit::Replace(body) => buffered = body,
+        }
+        trailers.extend(edit.trailers);
+        if edit.pause {
+            paused += 1;
+        } else {
+            out.append(&mut buffered);
+        }
+    }
+    (edits, out, trailers, paused)
+}
+
+#[test]
+fn large_grpc_answers_are_compressed_as_they_arrive_and_framed_at_the_end() {
+    let answer = large_answer(3000); // ~170 KB of text
+    for accept in ["s2", "snappy", "gzip"] {
+        let enc = Encoding::parse(accept).unwrap();
+        let mut ex = compressing("application/grpc", ("grpc-accept-encoding", accept));
+        let (edits, out, trailers, paused) = enveloped_received(&mut ex, &answer, 10_000);
+        assert_eq!(edits.get("grpc-encoding"), Some(accept));
+        // Every chunk but the last paused: the sample's six, then each one kept.
+        assert_eq!(paused, answer.chunks(10_000).count() - 1, "{accept}");
+        let (flags, range) = envelope::single(&out, "gRPC").unwrap();
+        assert_eq!(flags, COMPRESSED);
+        assert!(range.len() < answer.len() / 2, "{accept}");
+        let mut plain = Vec::new();
+        ferry_compress::decompress(enc, &out[range], 1 << 20, &mut plain).unwrap();
+        assert!(plain == answer, "{accept}");
+        assert_eq!(trailers, ok_trailers());
+    }
+    // Incompressible: judged on the sample, the answer goes whole and uncompressed,
+    // its header in front of Envoy's buffer.
+    let answer = noisy_answer(1000);
+    let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "s2"));
+    let (_, out, trailers, _) = enveloped_received(&mut ex, &answer, 10_000);
+    let (flags, range) = envelope::single(&out, "gRPC").unwrap();
+    assert_eq!(flags, 0);
+    assert!(out[range] == answer[..]);
+    assert_eq!(trailers, ok_trailers());
+    // Past the limit once kept: the rest is dropped and the status says why.
+    let mut ex = compressing("application/grpc", ("grpc-accept-encoding", "gzip"));
+    let big = large_answer(25_000);
+    assert!(big.len() > 1 << 20);
+    let (_, out, trailers, _) = enveloped_received(&mut ex, &big, 100_000);
+    assert!(out.is_empty(), "{} bytes", out.len());
+    assert_eq!(trailers[0], ("grpc-status", "8".to_owned()));
+}
