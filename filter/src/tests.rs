@@ -842,6 +842,74 @@ fn held_response_headers_go_out_with_the_sample_and_the_rest_streams() {
 }
 
 #[test]
+fn a_large_grpc_answer_is_compressed_into_the_vm_and_framed_at_its_end() {
+    // Past the sample, each chunk is compressed and emptied from Envoy's buffer (the
+    // callback pauses on nothing); the last callback writes the frame and trailers.
+    let mut s = stream_with(roomy(), false);
+    let message = ExecuteRequest {
+        query: "SELECT 2".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut headers = post(EXECUTE, "application/grpc");
+    headers.push(("grpc-accept-encoding", "gzip"));
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
+    assert_eq!(s.request_body(&framed(&message), true), Action::Continue);
+    let mut answer = execute_response();
+    if let Some(result) = answer.result.as_mut() {
+        result.rows = (0..4000)
+            .map(|i| {
+                let value = format!("{i}: the quick brown fox jumps over the lazy dog");
+                Row {
+                    lengths: vec![value.len() as i64],
+                    values: value.into_bytes(),
+                }
+            })
+            .collect();
+    }
+    let answer = answer.encode_to_vec();
+    let len = answer.len().to_string();
+    assert_eq!(s.response_headers(&shim_ok(&len), false), Action::Continue);
+    assert_eq!(s.host().response.sent_header("grpc-encoding"), Some("gzip"));
+    let chunks: Vec<&[u8]> = answer.chunks(40_000).collect();
+    assert!(chunks.len() >= 4);
+    for (i, chunk) in chunks.iter().enumerate() {
+        let end = i + 1 == chunks.len();
+        let action = s.response_body(chunk, end);
+        assert_eq!(
+            action,
+            if end { Action::Continue } else { Action::Pause },
+            "chunk {i}"
+        );
+        if !end {
+            assert!(
+                s.host().response.sent_body.is_empty(),
+                "nothing out before the end"
+            );
+        }
+    }
+    let downstream = &s.host().response;
+    let body = &downstream.sent_body;
+    assert_eq!(body[0], 1, "compressed");
+    let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+    assert_eq!(len, body.len() - 5);
+    let mut plain = Vec::new();
+    ferry_compress::decompress(
+        ferry_compress::Encoding::Gzip,
+        &body[5..],
+        1 << 24,
+        &mut plain,
+    )
+    .unwrap();
+    assert_eq!(plain, answer);
+    assert_eq!(
+        downstream.sent_trailers,
+        Some(vec![("grpc-status".into(), "0".into())])
+    );
+    s.assert_no_violations();
+}
+
+#[test]
 fn a_held_answer_that_outgrows_the_limit_is_replaced_by_a_local_reply() {
     let (action, mut s) = held_answer(limits());
     assert_eq!(action, Action::Pause);

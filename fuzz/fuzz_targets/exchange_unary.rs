@@ -1,9 +1,9 @@
 //! An Execute answer from the shim (`application/proto`, arbitrary bytes of declared
-//! or undeclared size, cut into arbitrary chunks) through the real exchange to a Connect
-//! unary client (proto or JSON, accepting identity, gzip, s2 or snappy), Envoy's part
-//! played as it is: held headers buffer the body, a `Read` replaces it. No panic; a
-//! proto client that gets to the end receives exactly the shim's bytes, once its
-//! `content-encoding` is undone.
+//! or undeclared size, cut into arbitrary chunks) through the real exchange to a unary
+//! client — Connect proto or JSON, or gRPC — accepting identity, gzip, s2 or snappy,
+//! Envoy's part played as it is: a paused callback keeps its (edited) buffer, a
+//! continued one sends it. No panic; a proto client that gets to the end receives
+//! exactly the shim's bytes, once its encoding (and gRPC's envelope) is undone.
 #![no_main]
 
 use std::rc::Rc;
@@ -21,7 +21,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (cuts, answer) = rest.split_at(rest.len().min(4));
-    let json = selector & 1 == 1;
+    let grpc = selector & 16 == 16;
+    let json = !grpc && selector & 1 == 1;
     let accept = ["identity", "gzip", "s2", "snappy"][usize::from(selector >> 1) & 3];
     let declared = selector & 8 == 8;
     // A small sample and threshold, so fuzzed answers cross them.
@@ -33,17 +34,19 @@ fuzz_target!(|data: &[u8]| {
         },
         ..Config::default()
     };
-    let (content_type, request): (&str, &[u8]) = if json {
-        ("application/json", b"{}")
+    let (content_type, accept_header, request): (&str, &str, &[u8]) = if grpc {
+        ("application/grpc", "grpc-accept-encoding", &[0, 0, 0, 0, 0])
+    } else if json {
+        ("application/json", "accept-encoding", b"{}")
     } else {
-        ("application/proto", b"")
+        ("application/proto", "accept-encoding", b"")
     };
     let head = RequestHead {
         method: Some("POST".into()),
         path: Some("/psdb.v1alpha1.Database/Execute".into()),
         content_type: Some(content_type.into()),
         authorization: Some("Basic dXNlcjpwYXNz".into()),
-        encodings: vec![("accept-encoding", accept.into())],
+        encodings: vec![(accept_header, accept.into())],
         ..RequestHead::default()
     };
     let mut exchange = Exchange::new(Rc::new(config));
@@ -62,7 +65,7 @@ fuzz_target!(|data: &[u8]| {
     let mut encoding = None;
     let mut note = |set: &[(&str, String)]| {
         for (name, value) in set {
-            if *name == "content-encoding" {
+            if *name == "content-encoding" || *name == "grpc-encoding" {
                 encoding = Encoding::parse(value);
             }
         }
@@ -85,37 +88,63 @@ fuzz_target!(|data: &[u8]| {
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         buffered.extend_from_slice(chunk);
-        match exchange.on_response_body(buffered.len(), rest.is_empty()) {
-            ResponseBodyStep::Continue => out.append(&mut buffered),
-            ResponseBodyStep::Wait => {}
+        let edit = match exchange.on_response_body(buffered.len(), rest.is_empty()) {
+            ResponseBodyStep::Continue => {
+                out.append(&mut buffered);
+                continue;
+            }
+            ResponseBodyStep::Wait => continue,
             ResponseBodyStep::Read(max) => {
                 let take = max.min(buffered.len());
                 let Ok(edit) = exchange.finish_response(&buffered[..take]) else {
                     return; // reset: a malformed answer for a JSON client
                 };
-                note(&edit.headers.set);
-                match edit.body {
-                    BodyEdit::Keep => out.append(&mut buffered),
-                    BodyEdit::Replace(bytes) => {
-                        out.extend_from_slice(&bytes);
-                        buffered.drain(..take);
-                        out.append(&mut buffered);
-                    }
-                    BodyEdit::Prepend(_) => panic!("a Connect answer has no envelope"),
-                }
+                edit
             }
-            ResponseBodyStep::Reply(_) | ResponseBodyStep::Reset(_) => return,
-            other => panic!("unexpected step {other:?}"),
+            ResponseBodyStep::Finish(edit) => edit,
+            // Too large, or refused: an error, not the answer.
+            ResponseBodyStep::Discard | ResponseBodyStep::Reply(_) | ResponseBodyStep::Reset(_) => {
+                return
+            }
+        };
+        note(&edit.headers.set);
+        if edit.trailers.iter().any(|(n, v)| *n == "grpc-status" && v != "0") {
+            return; // an error told in trailers
+        }
+        match edit.body {
+            BodyEdit::Keep => {}
+            BodyEdit::Replace(bytes) => buffered = bytes,
+            BodyEdit::Prepend(header) => {
+                buffered.splice(0..0, header);
+            }
+        }
+        if !edit.pause {
+            out.append(&mut buffered);
         }
     }
     if json {
         return;
     }
-    let plain = match encoding {
-        None | Some(Encoding::Identity) => out,
+    let (compressed, message) = if grpc {
+        // One envelope: flag, length, message.
+        let Some((&flag, rest)) = out.split_first() else {
+            panic!("a gRPC answer without its message")
+        };
+        let (len, message) = rest.split_at(4);
+        assert_eq!(
+            u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize,
+            message.len(),
+            "one whole envelope"
+        );
+        (flag == 1, message.to_vec())
+    } else {
+        (encoding.is_some_and(|e| e != Encoding::Identity), out)
+    };
+    let plain = match encoding.filter(|_| compressed) {
+        None | Some(Encoding::Identity) => message,
         Some(enc) => {
             let mut plain = Vec::new();
-            decompress(enc, &out, usize::MAX, &mut plain).expect("our own stream decodes");
+            decompress(enc, &message, usize::MAX, &mut plain).expect("our own stream decodes");
             plain
         }
     };
