@@ -790,12 +790,8 @@ fn held_response_headers_are_completed_from_the_body_callback() {
     s.assert_no_violations();
 }
 
-#[test]
-fn held_response_headers_go_out_with_the_sample_and_the_rest_streams() {
-    // Larger than the 64 KiB sample: judged on it, the headers go out with its s2
-    // chunks from a body callback before the end, and the rest follows compressed.
-    let (action, mut s) = held_answer(roomy());
-    assert_eq!(action, Action::Pause, "held");
+/// An answer of 4,000 rows of text (~190 KB): past the 64 KiB sample, and it pays.
+fn compressible_answer() -> Vec<u8> {
     let mut answer = execute_response();
     if let Some(result) = answer.result.as_mut() {
         result.rows = (0..4000)
@@ -808,7 +804,16 @@ fn held_response_headers_go_out_with_the_sample_and_the_rest_streams() {
             })
             .collect();
     }
-    let answer = answer.encode_to_vec();
+    answer.encode_to_vec()
+}
+
+#[test]
+fn held_response_headers_go_out_with_the_sample_and_the_rest_streams() {
+    // Larger than the 64 KiB sample: judged on it, the headers go out with its s2
+    // chunks from a body callback before the end, and the rest follows compressed.
+    let (action, mut s) = held_answer(roomy());
+    assert_eq!(action, Action::Pause, "held");
+    let answer = compressible_answer();
     let chunks: Vec<&[u8]> = answer.chunks(40_000).collect();
     assert!(chunks.len() >= 4);
     assert_eq!(s.response_body(chunks[0], false), Action::Pause, "sampling");
@@ -855,19 +860,7 @@ fn a_large_grpc_answer_is_compressed_into_the_vm_and_framed_at_its_end() {
     headers.push(("grpc-accept-encoding", "gzip"));
     assert_eq!(s.request_headers(&headers, false), Action::Pause);
     assert_eq!(s.request_body(&framed(&message), true), Action::Continue);
-    let mut answer = execute_response();
-    if let Some(result) = answer.result.as_mut() {
-        result.rows = (0..4000)
-            .map(|i| {
-                let value = format!("{i}: the quick brown fox jumps over the lazy dog");
-                Row {
-                    lengths: vec![value.len() as i64],
-                    values: value.into_bytes(),
-                }
-            })
-            .collect();
-    }
-    let answer = answer.encode_to_vec();
+    let answer = compressible_answer();
     let len = answer.len().to_string();
     assert_eq!(s.response_headers(&shim_ok(&len), false), Action::Continue);
     assert_eq!(s.host().response.sent_header("grpc-encoding"), Some("gzip"));
