@@ -680,9 +680,7 @@ impl Call {
             pause: false,
         })
     }
-}
 
-impl Call {
     /// One compressed message in the client's envelope, then the protocol's end.
     fn framed(&self, flags: u8, message: Vec<u8>) -> ResponseEdit {
         let Some(header) = envelope::header(flags, message.len()) else {
