@@ -478,6 +478,31 @@ async fn metrics_and_access_log_after_a_known_workload() {
     ] {
         assert!(envoy_after.contains(line), "{line} in /stats/prometheus");
     }
+    // QUIC transport stats (the listener's quic_stats visitor): the workload's HTTP/3
+    // connections, closed by the client, are counted when Envoy closes them.
+    let quic_packets = |text: &str| -> f64 {
+        [
+            "envoy_listener_quic_stats_cx_tx_packets_total",
+            "envoy_listener_quic_stats_cx_rx_packets_total",
+        ]
+        .iter()
+        .map(|name| series(text, name).values().sum::<f64>())
+        .sum()
+    };
+    let quic_before = quic_packets(&envoy_before);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let quic_after = loop {
+        let n = quic_packets(&scrape(&admin_url()).await);
+        if n > quic_before || Instant::now() > deadline {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(
+        quic_after > quic_before,
+        "envoy_listener_quic_stats_cx_{{tx,rx}}_packets_total grow with the HTTP/3 calls \
+         ({quic_before} -> {quic_after})"
+    );
 
     // The shim: its pool lines, and the counters of this workload.
     let shim_after = scrape(&shim_url).await;
