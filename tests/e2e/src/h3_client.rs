@@ -19,6 +19,9 @@ pub fn tls_config(cfg: &Config) -> Result<rustls::ClientConfig, BoxError> {
     Ok(tls)
 }
 
+/// The UDP receive buffer asked for (the kernel grants at most `net.core.rmem_max`).
+const RECV_BUFFER: usize = 7 << 20;
+
 pub struct H3Client {
     send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
     authority: String,
@@ -39,7 +42,23 @@ impl H3Client {
             "0.0.0.0:0"
         }
         .parse()?;
-        let mut endpoint = quinn::Endpoint::client(bind)?;
+        // A receive buffer that holds a sender's burst: the kernel's default (~208 KiB)
+        // drops part of Envoy's GSO bursts on a large answer (loadtest/README.md,
+        // "HTTP/3 bulk transfer"). quic-go asks for 7 MiB the same way; capped by rmem_max.
+        let socket = socket2::Socket::new(
+            socket2::Domain::for_address(bind),
+            socket2::Type::DGRAM,
+            Some(socket2::Protocol::UDP),
+        )?;
+        let _ = socket.set_recv_buffer_size(RECV_BUFFER);
+        socket.set_nonblocking(true)?;
+        socket.bind(&bind.into())?;
+        let mut endpoint = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            None,
+            socket.into(),
+            Arc::new(quinn::TokioRuntime),
+        )?;
         endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(quic)));
         let conn = endpoint.connect(addr, "localhost")?.await?;
         let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn)).await?;
