@@ -29,7 +29,8 @@
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
 # RUN_NICE=-10 (compression loopback parts, replicas, cost: the stack's threads and k6 at this nice; "" = leave them),
 # cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2, COST_BREAKDOWN=1 (Envoy
-# variants, loadtest/envoy-breakdown.sh: BREAKDOWN_N, BREAKDOWN_C, results breakdown.md).
+# variants, loadtest/envoy-breakdown.sh: BREAKDOWN_N, BREAKDOWN_C, results breakdown.md), COST_TRANSPORT=1
+# (the shim's hop to MariaDB, unix socket vs TCP, loadtest/shim-transport.sh: TRANSPORT_*, results transport.md).
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
@@ -773,6 +774,13 @@ case "${1:-}" in
     for w in $WORKLOADS; do workload "$w"; done
     # Every codec each way, Connect JSON and proto (one call each; k6/compress-smoke.js).
     for client in ${CLIENTS/mysql/}; do run compress-smoke "$client" "" 1 1; done
+    # The cost run's two side benches, briefly, so they keep working: Envoy's variants and
+    # the shim's socket vs TCP hop to MariaDB.
+    BREAKDOWN_N=200 BREAKDOWN_ROUNDS=1 "$LT/envoy-breakdown.sh" "$OUT/breakdown.md" 2>"$OUT/logs/breakdown.log" \
+      || { cat "$OUT/logs/breakdown.log" >&2; exit 1; }
+    TRANSPORT_N=200 TRANSPORT_ROUNDS=1 TRANSPORT_LARGE_N=1 "$LT/shim-transport.sh" "$OUT/transport.md" \
+      2>"$OUT/logs/transport.log" || { cat "$OUT/logs/transport.log" >&2; exit 1; }
+    echo "  envoy-breakdown.sh, shim-transport.sh: ok"
     finish ;;
   full)
     prepare full; use_ns
@@ -857,6 +865,9 @@ case "${1:-}" in
     # log, without the Ferry filter, and with nothing but the router (h2load, HTTP/2).
     [ "${COST_BREAKDOWN:-1}" = 0 ] || ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/envoy-breakdown.sh" "$OUT/breakdown.md" \
       2> >(tee "$OUT/logs/breakdown.log" >&2) && cat "$OUT/breakdown.md"
+    # The shim's hop to MariaDB: its unix socket vs TCP, straight at two extra shims.
+    [ "${COST_TRANSPORT:-1}" = 0 ] || ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/shim-transport.sh" "$OUT/transport.md" \
+      2> >(tee "$OUT/logs/transport.log" >&2) && cat "$OUT/transport.md"
     finish || true ;;
   report) "$LT/bin/report" "${2:?results dir}" ;;
   cost-report) OUT="${2:?results dir}"; cost_report ;;
