@@ -6,7 +6,7 @@
 //!   [`Encoding::name`], [`SUPPORTED`]).
 //! - [`compress`] / [`decompress`]: dispatch to one module per codec. Both *append* to
 //!   `out`; on error `decompress` leaves `out` as it found it.
-//! - [`StreamEncoder`]: gzip, snappy and S2 written as the input arrives.
+//! - [`StreamEncoder`]: gzip, snappy, S2 and zstd written as the input arrives.
 //! - [`negotiate::choose`]: our preferred codec among those an accept list allows.
 //! - [`adaptive::Policy`]: whether compressing a given body is worth it.
 //!

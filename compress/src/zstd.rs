@@ -18,6 +18,7 @@ use std::io::Read;
 use ruzstd::decoding::{FrameDecoder, StreamingDecoder};
 use ruzstd::encoding::CompressionLevel;
 
+use crate::blocks::Blocks;
 use crate::bounded::read_bounded;
 use crate::{DecompressError, Level};
 
@@ -33,6 +34,45 @@ const MIN_WINDOW: u64 = 1 << 10;
 pub(crate) fn compress(_level: Level, input: &[u8], out: &mut Vec<u8>) {
     // ruzstd implements only its `Fastest` level (≈ zstd -1) for now.
     ruzstd::encoding::compress(input, out, CompressionLevel::Fastest);
+}
+
+/// A zstd stream written as its input arrives: each [`FRAME`] of input goes out as a
+/// frame of its own once complete, the last at [`ZstdStream::finish`]. RFC 8878 makes a
+/// stream of consecutive frames one content (the reference library, klauspost's decoder
+/// and ours read it so); ruzstd's encoder takes its input whole, so the frame is the
+/// unit. An answer within one frame has the very bytes of compressing it whole.
+pub(crate) struct ZstdStream {
+    level: Level,
+    blocks: Blocks,
+    /// A frame has gone out (an empty input still needs one).
+    framed: bool,
+}
+
+/// Input per frame: what the VM holds back at most, and what each frame's matcher sees.
+pub(crate) const FRAME: usize = 1 << 20;
+
+impl ZstdStream {
+    pub(crate) fn new(level: Level) -> Self {
+        ZstdStream {
+            level,
+            blocks: Blocks::new(FRAME),
+            framed: false,
+        }
+    }
+
+    pub(crate) fn write(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        let (level, framed) = (self.level, &mut self.framed);
+        self.blocks.feed(input, |frame| {
+            compress(level, frame, out);
+            *framed = true;
+        });
+    }
+
+    pub(crate) fn finish(self, out: &mut Vec<u8>) {
+        if !self.framed || !self.blocks.rest().is_empty() {
+            compress(self.level, self.blocks.rest(), out);
+        }
+    }
 }
 
 pub(crate) fn decompress(

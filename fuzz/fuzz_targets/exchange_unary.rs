@@ -1,6 +1,6 @@
 //! An Execute answer from the shim (`application/proto`, arbitrary bytes of declared
 //! or undeclared size, cut into arbitrary chunks) through the real exchange to a unary
-//! client — Connect proto or JSON, or gRPC — accepting identity, gzip, s2 or snappy,
+//! client — Connect proto or JSON, or gRPC — accepting identity, gzip, s2, snappy or zstd,
 //! Envoy's part played as it is: a paused callback keeps its (edited) buffer, a
 //! continued one sends it. No panic; a proto client that gets to the end receives
 //! exactly the shim's bytes, once its encoding (and gRPC's envelope) is undone.
@@ -23,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
     let (cuts, answer) = rest.split_at(rest.len().min(4));
     let grpc = selector & 16 == 16;
     let json = !grpc && selector & 1 == 1;
-    let accept = ["identity", "gzip", "s2", "snappy"][usize::from(selector >> 1) & 3];
+    let accept = if selector & 32 == 32 {
+        "zstd"
+    } else {
+        ["identity", "gzip", "s2", "snappy"][usize::from(selector >> 1) & 3]
+    };
     let declared = selector & 8 == 8;
     // A small sample and threshold, so fuzzed answers cross them.
     let config = Config {

@@ -260,11 +260,7 @@ impl Call {
                 envoy: self.envoy_encoding.filter(|_| may_compress),
                 encoding_header: wire.encoding_headers().content,
             };
-            return match UnaryStream::new(&plan, settings) {
-                Some(unary) => ResponseFlow::Unary(Box::new(unary)),
-                // A codec that needs the whole answer: its headers wait for it.
-                None => convert(Conversion::Success, status, true),
-            };
+            return ResponseFlow::Unary(Box::new(UnaryStream::new(&plan, settings)));
         }
         if connect_error && wire.speaks_connect_errors() {
             return ResponseFlow::Pass;

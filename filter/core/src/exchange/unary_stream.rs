@@ -6,7 +6,7 @@
 //! codec's block at most, so a large answer costs Envoy about one copy of it.
 //!
 //! Whether compressing pays is judged from the size alone where it always does:
-//! protojson of a size past `min_bytes` under an entropy coder (gzip; Envoy's zstd),
+//! protojson of a size past `min_bytes` under an entropy coder (gzip, zstd; Envoy's zstd),
 //! since its bulk is base64, which packs to about 3/4 whatever the bytes. Otherwise —
 //! a proto answer, or the LZ-only codecs (snappy, S2), which cannot pack base64 of
 //! incompressible bytes — the headers wait for the first `sample_bytes` of the answer
@@ -70,9 +70,8 @@ pub(super) struct Plan {
 }
 
 impl UnaryStream {
-    /// The stream for `plan`, or `None` when the answer must be converted whole (a
-    /// filter codec that cannot be written as it goes: zstd, ruzstd's encoder).
-    pub(super) fn new(plan: &Plan, settings: &Config) -> Option<Self> {
+    /// The stream for `plan`: every filter codec is written as it goes.
+    pub(super) fn new(plan: &Plan, settings: &Config) -> Self {
         let mut stream = UnaryStream {
             transcoder: plan
                 .json
@@ -88,13 +87,12 @@ impl UnaryStream {
             (Encoding::Identity, None) => {}
             (Encoding::Identity, Some(_)) if plan.json => stream.envoy_compresses = true,
             (Encoding::Identity, Some(envoy)) => stream.sample = Some(Judge::Envoy(envoy)),
-            (filter, _) if !StreamEncoder::streams(filter) => return None,
-            (Encoding::Gzip, _) if plan.json => {
-                stream.encoder = StreamEncoder::new(Encoding::Gzip, settings.compression.level);
+            (enc @ (Encoding::Gzip | Encoding::Zstd), _) if plan.json => {
+                stream.encoder = StreamEncoder::new(enc, settings.compression.level);
             }
             (filter, _) => stream.sample = Some(Judge::Filter(filter)),
         }
-        Some(stream)
+        stream
     }
 
     /// The headers wait for the sample.
