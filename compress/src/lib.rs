@@ -42,6 +42,8 @@ pub use encoding::{Encoding, SUPPORTED};
 pub use error::DecompressError;
 pub use negotiate::choose;
 pub use stream::StreamEncoder;
+/// Input per frame of a zstd [`StreamEncoder`] stream (a larger answer is several frames).
+pub use zstd::FRAME as ZSTD_STREAM_FRAME;
 
 /// How hard to compress. Only gzip has real levels today (ruzstd implements only its
 /// fastest level; snappy and S2 have none).

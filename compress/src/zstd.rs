@@ -38,9 +38,10 @@ pub(crate) fn compress(_level: Level, input: &[u8], out: &mut Vec<u8>) {
 
 /// A zstd stream written as its input arrives: each [`FRAME`] of input goes out as a
 /// frame of its own once complete, the last at [`ZstdStream::finish`]. RFC 8878 makes a
-/// stream of consecutive frames one content (the reference library, klauspost's decoder
-/// and ours read it so); ruzstd's encoder takes its input whole, so the frame is the
-/// unit. An answer within one frame has the very bytes of compressing it whole.
+/// stream of consecutive frames one content (the reference library reads it so — its CLI,
+/// and tonic in e2e `stream_memory.rs` — and so does ours); ruzstd's encoder takes its
+/// input whole, so the frame is the unit. An answer within one frame has the very bytes
+/// of compressing it whole.
 pub(crate) struct ZstdStream {
     level: Level,
     blocks: Blocks,
@@ -49,7 +50,7 @@ pub(crate) struct ZstdStream {
 }
 
 /// Input per frame: what the VM holds back at most, and what each frame's matcher sees.
-pub(crate) const FRAME: usize = 1 << 20;
+pub const FRAME: usize = 1 << 20;
 
 impl ZstdStream {
     pub(crate) fn new(level: Level) -> Self {

@@ -6,13 +6,15 @@
 //! `--repeat N` makes N calls on one connection and prints their timings (a second
 //! HTTP/3 client, quinn, beside k6's quic-go: loadtest/README.md, "HTTP/3 bulk transfer");
 //! `--h2` makes the same timed calls over HTTP/2 (reqwest), to compare in one client.
-use ferry_e2e::{config::Config, connect::ConnectClient, connect::EXECUTE, h3_client::H3Client};
+use ferry_e2e::{
+    config::Config, connect::ConnectClient, connect::EXECUTE, h3_client::H3Client, Answer, BoxError,
+};
 use ferry_proto::psdb::v1alpha1::ExecuteRequest;
 use prost::Message;
 use std::time::Instant;
 
 #[tokio::main]
-async fn main() -> Result<(), ferry_e2e::BoxError> {
+async fn main() -> Result<(), BoxError> {
     let usage = "usage: ferry-h3 [--proto] [--repeat N [--h2]] 'SQL'";
     let mut proto = false;
     let mut h2 = false;
@@ -47,19 +49,13 @@ async fn main() -> Result<(), ferry_e2e::BoxError> {
     let body = bytes::Bytes::from(body);
     let auth = cfg.basic_auth();
     let headers = [("content-type", content_type), ("authorization", &auth)];
-    if h2 && repeat.is_none() {
-        return Err(usage.into());
-    }
-    let h2 = h2.then(|| ConnectClient::http2(&cfg));
-    let mut h3 = match h2 {
-        Some(_) => None,
-        None => Some(H3Client::connect(&cfg).await?),
+    let mut client = match (h2, repeat) {
+        (true, None) => return Err(usage.into()),
+        (true, Some(_)) => Client::H2(ConnectClient::http2(&cfg)),
+        (false, _) => Client::H3(H3Client::connect(&cfg).await?),
     };
     let Some(n) = repeat else {
-        let Some(mut client) = h3 else {
-            return Err(usage.into());
-        };
-        let a = client.post(EXECUTE, &headers, body).await?;
+        let a = client.post(&headers, body).await?;
         eprintln!("{:?} {}", a.version, a.status);
         println!("{}", String::from_utf8_lossy(&a.body));
         client.close().await;
@@ -69,14 +65,7 @@ async fn main() -> Result<(), ferry_e2e::BoxError> {
     let mut ms = Vec::with_capacity(n);
     for i in 0..=n {
         let t = Instant::now();
-        let a = match (&h2, &mut h3) {
-            (Some(c), _) => {
-                c.send(reqwest::Method::POST, EXECUTE, &headers, body.to_vec())
-                    .await?
-            }
-            (None, Some(c)) => c.post(EXECUTE, &headers, body.clone()).await?,
-            (None, None) => return Err(usage.into()),
-        };
+        let a = client.post(&headers, body.clone()).await?;
         let took = t.elapsed().as_secs_f64() * 1e3;
         if a.status != 200 {
             return Err(format!("HTTP {}: {}", a.status, String::from_utf8_lossy(&a.body)).into());
@@ -94,8 +83,34 @@ async fn main() -> Result<(), ferry_e2e::BoxError> {
             ms[ms.len() / 2]
         );
     }
-    if let Some(c) = h3 {
-        c.close().await;
-    }
+    client.close().await;
     Ok(())
+}
+
+/// The one client the calls go through: HTTP/3 (quinn) or, with `--h2`, HTTP/2 (reqwest).
+enum Client {
+    H2(ConnectClient),
+    H3(H3Client),
+}
+
+impl Client {
+    async fn post(
+        &mut self,
+        headers: &[(&str, &str)],
+        body: bytes::Bytes,
+    ) -> Result<Answer, BoxError> {
+        match self {
+            Client::H2(c) => {
+                c.send(reqwest::Method::POST, EXECUTE, headers, body.to_vec())
+                    .await
+            }
+            Client::H3(c) => c.post(EXECUTE, headers, body).await,
+        }
+    }
+
+    async fn close(self) {
+        if let Client::H3(c) = self {
+            c.close().await;
+        }
+    }
 }
