@@ -24,14 +24,19 @@ if [ "$(id -u)" -eq 0 ]; then
     || useradd --system --no-create-home --shell /usr/sbin/nologin "$FERRY_SHIM_USER"
 fi
 export FERRY_SHIM_OS_USER="${FERRY_SHIM_USER:-$(id -un)}"
-# A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket;
-# its sessions expire after 2 s (sessions.rs) and it shares the dev CA and session key.
+# MariaDB serves TLS over TCP with the dev CA's certificate (mysql_tls.rs).
+C="$FERRY_RUN_DIR/certs"
+MARIADB_TLS_ARGS="--ssl-cert=$C/server.pem --ssl-key=$C/server.key --ssl-ca=$C/ca.pem --tls-version=TLSv1.2,TLSv1.3"
+# A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket,
+# with TLS whose certificate it verifies against the dev CA; its sessions expire after
+# 2 s (sessions.rs) and it shares the dev CA and session key.
 TCP_RUN_DIR="$FERRY_RUN_DIR/tcp"
 export FERRY_E2E_TCP_PORT="${FERRY_E2E_TCP_PORT:-18444}"
 tcp_gateway() {
   FERRY_RUN_DIR="$TCP_RUN_DIR" FERRY_PORT="$FERRY_E2E_TCP_PORT" \
     FERRY_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}" FERRY_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}" \
     FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 \
+    FERRY_MYSQL_TLS=verify_identity FERRY_MYSQL_TLS_CA="$TCP_RUN_DIR/certs/ca.pem" \
     FERRY_SESSION_KEYS_FILE="$TCP_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
 # A third gateway with two shims behind one Envoy cluster (envoy/two-shims.yaml), on
@@ -97,7 +102,7 @@ stop_all() { tracing_gateway down; replicas_stack down; mysql8_stack down; brows
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
 trap stop_all EXIT
-"$ROOT/scripts/stack.sh" up >/dev/null
+FERRY_MYSQL_EXTRA_ARGS="$MARIADB_TLS_ARGS" "$ROOT/scripts/stack.sh" up >/dev/null
 mkdir -p "$TCP_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TCP_RUN_DIR/"  # one dev CA for both
 tcp_gateway gateway >/dev/null
 mkdir -p "$FERRY_E2E_PAIR_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$FERRY_E2E_PAIR_RUN_DIR/"

@@ -1,6 +1,7 @@
 //! The shim's settings, all from the environment (defaults match scripts/env.sh).
 use crate::account::AccountPolicy;
 use crate::log::Level;
+use crate::mysql_tls::MysqlTls;
 use crate::result::ResultLimits;
 use crate::role::Role;
 use crate::sink::ChunkPolicy;
@@ -55,6 +56,9 @@ pub struct Config {
     pub unix_listen: Option<PathBuf>,
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
     pub mysql: MysqlTarget,
+    /// `FERRY_MYSQL_TLS` (verify_identity for a MySQL on another host, else disabled),
+    /// `FERRY_MYSQL_TLS_CA`, `FERRY_MYSQL_TLS_SERVER_NAME` (mysql_tls.rs).
+    pub mysql_tls: MysqlTls,
     /// `FERRY_MYSQL_DATABASE` (ferry).
     pub database: String,
     /// `FERRY_POOL_MAX` (16): MySQL connections per credential.
@@ -146,6 +150,7 @@ impl Config {
                 },
             },
         };
+        let mysql_tls = MysqlTls::from_vars(var, &mysql)?;
         let pool_max = size("FERRY_POOL_MAX", 16)?;
         if pool_max == 0 {
             return Err("FERRY_POOL_MAX must be at least 1".into());
@@ -230,6 +235,7 @@ impl Config {
             advertise: var("FERRY_SHIM_ADVERTISE").unwrap_or_else(|| listen.to_string()),
             unix_listen: var("FERRY_SHIM_UNIX").map(PathBuf::from),
             mysql,
+            mysql_tls,
             database: var("FERRY_MYSQL_DATABASE").unwrap_or_else(|| "ferry".into()),
             pool_max,
             max_pools: size("FERRY_MAX_POOLS", 64)?.max(1),

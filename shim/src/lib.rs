@@ -23,6 +23,7 @@ pub mod health;
 pub mod log;
 pub mod message_body;
 pub mod metrics;
+pub mod mysql_tls;
 pub mod olap;
 pub mod pool;
 pub mod prepare;

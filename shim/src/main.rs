@@ -19,6 +19,10 @@ fn main() -> ExitCode {
         }
     };
     log::set_level(cfg.log_level);
+    // TLS to MySQL (mysql_tls.rs) uses rustls's process-wide provider; naming it here
+    // keeps it working if another dependency ever compiles a second one in. An Err
+    // means one is already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // FERRY_SHIM_THREADS workers (1 by default): one thread serves a request with no
     // cross-thread wake-ups, which costs the shim (and MySQL) less CPU per request
     // until that thread fills a core (loadtest/README.md "Cost per query").
@@ -118,6 +122,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             .as_ref()
             .map_or(String::new(), |p| p.display().to_string()),
         mysql = cfg.mysql,
+        mysql_tls = cfg.mysql_tls.describe(),
         database = cfg.database,
         role = cfg.role.as_str(),
         track_gtid = cfg.track_gtid,

@@ -27,6 +27,7 @@ use crate::connect_error::ConnectError;
 use crate::error_map::connect_code;
 use crate::log::Level;
 use crate::metrics::{PoolMetrics, NEW_CREDENTIAL};
+use crate::mysql_tls::TlsMode;
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use std::collections::HashMap;
@@ -58,6 +59,8 @@ struct State {
 
 pub struct Pools {
     target: MysqlTarget,
+    tls: Option<mysql_async::SslOpts>,
+    tls_mode: TlsMode,
     database: String,
     pool_max: usize,
     max_pools: usize,
@@ -76,6 +79,8 @@ impl Pools {
     pub fn new(cfg: &Config) -> Self {
         Pools {
             target: cfg.mysql.clone(),
+            tls: cfg.mysql_tls.ssl_opts(),
+            tls_mode: cfg.mysql_tls.mode,
             database: cfg.database.clone(),
             pool_max: cfg.pool_max,
             max_pools: cfg.max_pools,
@@ -323,7 +328,10 @@ impl Pools {
             .tcp_nodelay(true);
         match &self.target {
             MysqlTarget::Socket(path) => builder.socket(Some(path.to_string_lossy().into_owned())),
-            MysqlTarget::Tcp { host, port } => builder.ip_or_hostname(host.clone()).tcp_port(*port),
+            MysqlTarget::Tcp { host, port } => builder
+                .ip_or_hostname(host.clone())
+                .tcp_port(*port)
+                .ssl_opts(self.tls.clone()),
         }
     }
 
@@ -352,10 +360,20 @@ impl Pools {
                     ),
                 )
             }
-            other => ConnectError::new(
-                Code::Unavailable,
-                format!("MySQL is unreachable at {}: {other}", self.target),
-            ),
+            other => match crate::mysql_tls::handshake_failure(other) {
+                Some(why) => ConnectError::new(
+                    Code::Unavailable,
+                    format!(
+                        "MySQL at {} failed TLS (FERRY_MYSQL_TLS={}): {why}",
+                        self.target,
+                        self.tls_mode.as_str()
+                    ),
+                ),
+                None => ConnectError::new(
+                    Code::Unavailable,
+                    format!("MySQL is unreachable at {}: {other}", self.target),
+                ),
+            },
         }
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Two gateways run on one MariaDB (scripts/e2e.sh): the main one, whose shim
 //! reaches MariaDB over its unix socket, and one on `FERRY_E2E_TCP_PORT` whose
-//! shim uses TCP. The shim runs as its own OS user (`FERRY_SHIM_OS_USER`); an
+//! shim uses TCP (with TLS, mysql_tls.rs). The shim runs as its own OS user (`FERRY_SHIM_OS_USER`); an
 //! account of that name identified via `unix_socket` would let any password in
 //! through the socket, which these tests first show with the mariadb client.
 mod common;
