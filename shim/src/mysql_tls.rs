@@ -75,11 +75,18 @@ impl MysqlTls {
             (None, MysqlTarget::Tcp { host, .. }) if is_loopback(host) => TlsMode::Disabled,
             (None, MysqlTarget::Tcp { .. }) => TlsMode::VerifyIdentity,
         };
-        if mode != TlsMode::Disabled {
-            if let MysqlTarget::Socket(path) = target {
+        if let MysqlTarget::Socket(path) = target {
+            let set = [
+                (
+                    "FERRY_MYSQL_TLS",
+                    explicit.filter(|m| *m != TlsMode::Disabled).is_some(),
+                ),
+                ("FERRY_MYSQL_TLS_CA", ca_path.is_some()),
+                ("FERRY_MYSQL_TLS_SERVER_NAME", server_name.is_some()),
+            ];
+            if let Some((name, _)) = set.iter().find(|(_, set)| *set) {
                 return Err(format!(
-                    "FERRY_MYSQL_TLS={} needs MySQL over TCP; FERRY_MYSQL_SOCKET={} is a local socket (TLS does not apply)",
-                    mode.as_str(),
+                    "{name} needs MySQL over TCP; FERRY_MYSQL_SOCKET={} is a local socket (TLS does not apply)",
                     path.display()
                 ));
             }
@@ -304,7 +311,14 @@ mod tests {
     fn contradictions_are_refused_at_start() {
         let socket = MysqlTarget::Socket("/run/mysqld.sock".into());
         let e = tls(&[("FERRY_MYSQL_TLS", "required")], &socket).unwrap_err();
-        assert!(e.contains("needs MySQL over TCP"), "{e}");
+        assert!(e.starts_with("FERRY_MYSQL_TLS needs MySQL over TCP"), "{e}");
+        let e = tls(&[("FERRY_MYSQL_TLS_CA", "/etc/ca.pem")], &socket).unwrap_err();
+        assert!(
+            e.starts_with(
+                "FERRY_MYSQL_TLS_CA needs MySQL over TCP; FERRY_MYSQL_SOCKET=/run/mysqld.sock"
+            ),
+            "{e}"
+        );
         assert!(tls(&[("FERRY_MYSQL_TLS", "disabled")], &socket).is_ok());
         let e = tls(
             &[
