@@ -50,8 +50,14 @@ impl Drop for Shim {
     }
 }
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+/// The binary the stack runs (scripts/env.sh's FERRY_SHIM_BIN).
+fn shim_bin() -> String {
+    std::env::var("FERRY_SHIM_BIN").unwrap_or_else(|_| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/release/ferry-shim")
+            .display()
+            .to_string()
+    })
 }
 
 async fn shim(tls: &[(&str, &str)]) -> Shim {
@@ -72,15 +78,9 @@ async fn try_shim(tls: &[(&str, &str)]) -> Option<Shim> {
         .expect("a free port")
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let bin = std::env::var("FERRY_SHIM_BIN").unwrap_or_else(|_| {
-        root()
-            .join("target/release/ferry-shim")
-            .display()
-            .to_string()
-    });
     let mysql_port = std::env::var("FERRY_MYSQL_PORT").expect("FERRY_MYSQL_PORT");
     // Only what is set here: the test's environment names the stack's own socket files.
-    let mut cmd = Command::new(bin);
+    let mut cmd = Command::new(shim_bin());
     cmd.env_clear()
         .env("FERRY_SHIM_ADDR", &addr)
         .env("FERRY_MYSQL_HOST", "127.0.0.1")
@@ -259,12 +259,6 @@ async fn a_certificate_that_does_not_verify_is_refused_and_the_shim_keeps_servin
 
 #[test]
 fn contradictory_settings_stop_the_shim_at_start() {
-    let bin = std::env::var("FERRY_SHIM_BIN").unwrap_or_else(|_| {
-        root()
-            .join("target/release/ferry-shim")
-            .display()
-            .to_string()
-    });
     for (vars, says) in [
         (
             vec![
@@ -282,7 +276,7 @@ fn contradictory_settings_stop_the_shim_at_start() {
             "is not one of disabled, required, verify_identity",
         ),
     ] {
-        let out = Command::new(&bin)
+        let out = Command::new(shim_bin())
             .env_clear()
             .env("FERRY_SHIM_ADDR", "127.0.0.1:1")
             .envs(vars.iter().copied())
