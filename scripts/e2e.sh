@@ -125,6 +125,9 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
+# Prisma ORM through its PlanetScale adapter (tests/prisma), its client generated offline.
+(cd "$ROOT/tests/prisma" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+  && npm run --silent generate >/dev/null && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
 # A real browser (headless Chromium): a page from another origin calls Execute and
 # StreamExecute over gRPC-Web (connect-web) through the browser gateway (CORS).
 (cd "$ROOT/tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
