@@ -57,7 +57,7 @@ pub struct Config {
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
     pub mysql: MysqlTarget,
     /// `FERRY_MYSQL_TLS` (verify_identity for a MySQL on another host, else disabled),
-    /// `FERRY_MYSQL_TLS_CA`, `FERRY_MYSQL_TLS_SERVER_NAME` (mysql_tls.rs).
+    /// `FERRY_MYSQL_TLS_CA`, `_SERVER_NAME`, `_CERT`, `_KEY` (mysql_tls.rs).
     pub mysql_tls: MysqlTls,
     /// `FERRY_MYSQL_DATABASE` (ferry).
     pub database: String,

@@ -1,5 +1,5 @@
 //! TLS on the shim's TCP connections to MySQL (`FERRY_MYSQL_TLS`, `FERRY_MYSQL_TLS_CA`,
-//! `FERRY_MYSQL_TLS_SERVER_NAME`).
+//! `_SERVER_NAME`, and a client certificate: `_CERT`, `_KEY`).
 //!
 //! Every statement and every client's login crosses this hop, so a MySQL on another
 //! host gets TLS with the server's certificate verified unless the operator says
@@ -8,7 +8,10 @@
 //! falls back to plain text) and VERIFY_CA (the client library's name-check skip does
 //! not work with the rustls it is built on) are not offered.
 use crate::config::MysqlTarget;
-use mysql_async::SslOpts;
+use mysql_async::{ClientIdentity, SslOpts};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
 use std::net::IpAddr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +54,29 @@ pub struct MysqlTls {
     /// The name the certificate must carry when it differs from the host dialled
     /// (MySQL reached by IP address).
     server_name: Option<String>,
+    /// The shim's own certificate, for a server that asks for one (`REQUIRE X509`).
+    /// It never replaces the client's password: the account still needs it.
+    client: Option<ClientPem>,
+}
+
+/// A client certificate chain and its key (PEM), read at start.
+#[derive(Clone, PartialEq, Eq)]
+struct ClientPem {
+    cert_chain: Vec<u8>,
+    key: Vec<u8>,
+}
+
+/// Never the key's bytes, wherever the settings are printed.
+impl std::fmt::Debug for ClientPem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientPem")
+            .field(
+                "cert_chain",
+                &format_args!("{} bytes", self.cert_chain.len()),
+            )
+            .field("key", &format_args!("<redacted>"))
+            .finish()
+    }
 }
 
 impl MysqlTls {
@@ -67,6 +93,7 @@ impl MysqlTls {
         };
         let ca_path = var("FERRY_MYSQL_TLS_CA");
         let server_name = var("FERRY_MYSQL_TLS_SERVER_NAME");
+        let (cert_path, key_path) = (var("FERRY_MYSQL_TLS_CERT"), var("FERRY_MYSQL_TLS_KEY"));
         let mode = match (explicit, target) {
             (Some(mode), _) => mode,
             (None, MysqlTarget::Socket(_)) => TlsMode::Disabled,
@@ -83,6 +110,8 @@ impl MysqlTls {
                 ),
                 ("FERRY_MYSQL_TLS_CA", ca_path.is_some()),
                 ("FERRY_MYSQL_TLS_SERVER_NAME", server_name.is_some()),
+                ("FERRY_MYSQL_TLS_CERT", cert_path.is_some()),
+                ("FERRY_MYSQL_TLS_KEY", key_path.is_some()),
             ];
             if let Some((name, _)) = set.iter().find(|(_, set)| *set) {
                 return Err(format!(
@@ -106,24 +135,25 @@ impl MysqlTls {
         }
         let ca_pem = match ca_path {
             None => None,
-            Some(path) => {
-                let pem =
-                    std::fs::read(&path).map_err(|e| format!("FERRY_MYSQL_TLS_CA={path}: {e}"))?;
-                if !pem
-                    .windows(CERT_BEGIN.len())
-                    .any(|w| w == CERT_BEGIN.as_bytes())
-                {
-                    return Err(format!(
-                        "FERRY_MYSQL_TLS_CA={path}: no PEM certificate ({CERT_BEGIN}) in it"
-                    ));
-                }
-                Some(pem)
+            Some(path) => Some(read_certs("FERRY_MYSQL_TLS_CA", &path)?),
+        };
+        let client = match (cert_path, key_path) {
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                return Err("FERRY_MYSQL_TLS_CERT and FERRY_MYSQL_TLS_KEY go together".into())
             }
+            (Some(_), Some(_)) if mode == TlsMode::Disabled => {
+                return Err(
+                    "FERRY_MYSQL_TLS_CERT/_KEY need TLS (FERRY_MYSQL_TLS is disabled)".into(),
+                )
+            }
+            (Some(cert), Some(key)) => Some(read_client(&cert, &key)?),
         };
         Ok(MysqlTls {
             mode,
             ca_pem,
             server_name,
+            client,
         })
     }
 
@@ -131,10 +161,11 @@ impl MysqlTls {
     pub fn ssl_opts(&self) -> Option<SslOpts> {
         match self.mode {
             TlsMode::Disabled => None,
-            TlsMode::Required => Some(SslOpts::default().with_danger_accept_invalid_certs(true)),
+            TlsMode::Required => Some(self.base_opts().with_danger_accept_invalid_certs(true)),
             TlsMode::VerifyIdentity => {
-                let mut opts =
-                    SslOpts::default().with_danger_tls_hostname_override(self.server_name.clone());
+                let mut opts = self
+                    .base_opts()
+                    .with_danger_tls_hostname_override(self.server_name.clone());
                 if let Some(pem) = &self.ca_pem {
                     // The operator's CA only: a private CA should not share trust with
                     // every public one.
@@ -147,11 +178,25 @@ impl MysqlTls {
         }
     }
 
-    /// For the start-up log line: the mode, and what the certificate is checked against.
+    fn base_opts(&self) -> SslOpts {
+        SslOpts::default().with_client_identity(
+            self.client
+                .as_ref()
+                .map(|c| ClientIdentity::new(c.cert_chain.clone().into(), c.key.clone().into())),
+        )
+    }
+
+    /// For the start-up log line: the mode, what the certificate is checked against,
+    /// and whether the shim shows one of its own.
     pub fn describe(&self) -> String {
+        let client = if self.client.is_some() {
+            ", client certificate"
+        } else {
+            ""
+        };
         match (self.mode, &self.ca_pem, &self.server_name) {
             (TlsMode::VerifyIdentity, ca, name) => format!(
-                "verify_identity (CA: {}{})",
+                "verify_identity (CA: {}{}{client})",
                 if ca.is_some() {
                     "FERRY_MYSQL_TLS_CA"
                 } else {
@@ -160,6 +205,9 @@ impl MysqlTls {
                 name.as_ref()
                     .map_or(String::new(), |n| format!(", name {n}"))
             ),
+            (TlsMode::Required, _, _) if self.client.is_some() => {
+                "required (client certificate)".into()
+            }
             (mode, _, _) => mode.as_str().to_string(),
         }
     }
@@ -182,7 +230,37 @@ pub fn handshake_failure(e: &mysql_async::Error) -> Option<String> {
     }
 }
 
-const CERT_BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+/// A PEM file of one or more certificates, checked to parse.
+fn read_certs(name: &str, path: &str) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{name}={path}: {e}"))?;
+    let mut n = 0;
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        cert.map_err(|e| format!("{name}={path}: {e}"))?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(format!("{name}={path}: no PEM certificate in it"));
+    }
+    Ok(pem)
+}
+
+/// The client certificate chain and its private key (PKCS#8, PKCS#1 or SEC1), checked
+/// as rustls will use them: an X.509 v3 certificate whose public key is the key's.
+/// No error quotes the key file.
+fn read_client(cert_path: &str, key_path: &str) -> Result<ClientPem, String> {
+    let cert_chain = read_certs("FERRY_MYSQL_TLS_CERT", cert_path)?;
+    let key =
+        std::fs::read(key_path).map_err(|e| format!("FERRY_MYSQL_TLS_KEY={key_path}: {e}"))?;
+    let key_der = PrivateKeyDer::from_pem_slice(&key)
+        .map_err(|_| format!("FERRY_MYSQL_TLS_KEY={key_path}: no PEM private key in it"))?;
+    let chain = CertificateDer::pem_slice_iter(&cert_chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("FERRY_MYSQL_TLS_CERT={cert_path}: {e}"))?;
+    CertifiedKey::from_der(chain, key_der, &rustls::crypto::ring::default_provider()).map_err(
+        |e| format!("FERRY_MYSQL_TLS_CERT={cert_path} with FERRY_MYSQL_TLS_KEY={key_path}: {e}"),
+    )?;
+    Ok(ClientPem { cert_chain, key })
+}
 
 /// `localhost` and loopback addresses: traffic that never leaves the machine.
 fn is_loopback(host: &str) -> bool {
@@ -267,7 +345,7 @@ mod tests {
         let ca = dir.join("ca.pem");
         std::fs::write(
             &ca,
-            format!("{CERT_BEGIN}\nMIIB\n-----END CERTIFICATE-----\n"),
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
         )
         .unwrap();
         let ca = ca.to_string_lossy().into_owned();
@@ -305,6 +383,54 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_client_certificate_goes_with_its_key_and_the_key_never_prints() {
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+        let cert = format!("{data}/mysql-tls-client.pem");
+        let key = format!("{data}/mysql-tls-client.key");
+        let both = [
+            ("FERRY_MYSQL_TLS_CERT", cert.as_str()),
+            ("FERRY_MYSQL_TLS_KEY", key.as_str()),
+        ];
+        let t = tls(&both, &tcp("db.internal")).unwrap();
+        assert_eq!(
+            t.describe(),
+            "verify_identity (CA: built-in roots, client certificate)"
+        );
+        assert!(t.ssl_opts().unwrap().client_identity().is_some());
+        let secret = std::fs::read_to_string(&key).unwrap();
+        let secret = secret.lines().nth(1).unwrap();
+        let printed = format!("{t:?}");
+        assert!(
+            printed.contains("<redacted>") && !printed.contains(secret),
+            "{printed}"
+        );
+        let t = tls(
+            &[both[0], both[1], ("FERRY_MYSQL_TLS", "required")],
+            &tcp("db"),
+        )
+        .unwrap();
+        assert_eq!(t.describe(), "required (client certificate)");
+        assert!(t.ssl_opts().unwrap().client_identity().is_some());
+
+        let e = tls(&both[..1], &tcp("db")).unwrap_err();
+        assert!(e.contains("go together"), "{e}");
+        let e = tls(&both, &tcp("127.0.0.1")).unwrap_err(); // loopback: TLS is off
+        assert!(e.contains("need TLS"), "{e}");
+        let e = tls(&[both[0], ("FERRY_MYSQL_TLS_KEY", &cert)], &tcp("db")).unwrap_err();
+        assert!(e.ends_with("no PEM private key in it"), "{e}");
+        // A key that is not the certificate's: refused at start, not at each connection.
+        let other = format!("{data}/mysql-tls-other.key");
+        let e = tls(&[both[0], ("FERRY_MYSQL_TLS_KEY", &other)], &tcp("db")).unwrap_err();
+        assert!(
+            e.starts_with(&format!(
+                "FERRY_MYSQL_TLS_CERT={cert} with FERRY_MYSQL_TLS_KEY={other}: "
+            )),
+            "{e}"
+        );
+        assert!(!e.contains(secret), "{e}");
     }
 
     #[test]

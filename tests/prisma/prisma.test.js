@@ -139,7 +139,11 @@ test("Prisma's error codes: unique (P2002), foreign key (P2003), not found (P202
 test('raw queries: parameters are values, never SQL', async () => {
   const evil = "x' OR '1'='1"
   const rows = await prisma.$queryRaw`SELECT ${evil} AS s, ${41} + 1 AS n, ${9007199254740993n} AS big`
-  assert.deepEqual(rows, [{ s: evil, n: 42, big: 9007199254740993n }])
+  assert.equal(rows.length, 1)
+  assert.equal(rows[0].s, evil)
+  // 41 + 1 is INT on MariaDB and BIGINT on MySQL 8 (a JS bigint to Prisma): either way 42.
+  assert.equal(BigInt(rows[0].n), 42n)
+  assert.equal(rows[0].big, 9007199254740993n)
   const none = await prisma.$queryRaw`SELECT id FROM prisma_author WHERE email = ${evil}`
   assert.deepEqual(none, [])
   const changed = await prisma.$executeRaw`UPDATE prisma_author SET active = ${true} WHERE email = ${evil}`

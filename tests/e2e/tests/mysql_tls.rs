@@ -87,6 +87,7 @@ async fn try_shim(tls: &[(&str, &str)]) -> Option<Shim> {
         .env("FERRY_MYSQL_PORT", mysql_port)
         .env("FERRY_MYSQL_DATABASE", cfg().database)
         .env("FERRY_LOG", "warn")
+        .env("FERRY_SESSION_KEYS_FILE", cfg().ca_pem.with_file_name("session.keys"))
         .envs(tls.iter().copied())
         .stdout(std::process::Stdio::null());
     let child = cmd.spawn().expect("start ferry-shim");
@@ -114,7 +115,14 @@ async fn try_shim(tls: &[(&str, &str)]) -> Option<Shim> {
 /// An Execute straight at a shim (its canonical Connect proto): the answer, or
 /// the HTTP status and Connect error JSON.
 async fn execute(shim: &Shim, query: &str) -> Result<ExecuteResponse, (u16, serde_json::Value)> {
-    let cfg = cfg();
+    execute_as(shim, &cfg().basic_auth(), query).await
+}
+
+async fn execute_as(
+    shim: &Shim,
+    authorization: &str,
+    query: &str,
+) -> Result<ExecuteResponse, (u16, serde_json::Value)> {
     let request = ExecuteRequest {
         query: query.into(),
         ..Default::default()
@@ -125,7 +133,7 @@ async fn execute(shim: &Shim, query: &str) -> Result<ExecuteResponse, (u16, serd
             shim.addr
         ))
         .header("content-type", "application/proto")
-        .header("authorization", cfg.basic_auth())
+        .header("authorization", authorization)
         .body(request.encode_to_vec())
         .send()
         .await
@@ -146,32 +154,82 @@ fn ca(cfg: &ferry_e2e::config::Config) -> String {
     cfg.ca_pem.display().to_string()
 }
 
-/// A CA of its own that signed nothing MariaDB has.
-fn stranger_ca(dir: &Path) -> String {
-    std::fs::create_dir_all(dir).expect("temp dir");
-    let pem = dir.join("stranger-ca.pem");
+fn openssl(args: &[&str]) {
     let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ])
-        .args(["-days", "1", "-subj", "/CN=Not Ferry's CA", "-keyout"])
-        .arg(dir.join("stranger-ca.key"))
-        .arg("-out")
-        .arg(&pem)
+        .args(args)
         .output()
         .expect("openssl");
     assert!(
         out.status.success(),
-        "{}",
+        "openssl {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    pem.display().to_string()
+}
+
+/// A new P-256 key in `key`, and a self-signed CA certificate (`-x509`) or a request.
+const NEW_KEY: [&str; 6] = [
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+];
+
+/// A CA of its own that signed nothing MariaDB has.
+fn stranger_ca(dir: &Path) -> String {
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let (key, pem) = (dir.join("stranger-ca.key"), dir.join("stranger-ca.pem"));
+    let (key, pem) = (key.display().to_string(), pem.display().to_string());
+    openssl(
+        &[
+            &NEW_KEY[..],
+            &[
+                "-x509",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=Not Ferry's CA",
+                "-keyout",
+                &key,
+                "-out",
+                &pem,
+            ],
+        ]
+        .concat(),
+    );
+    pem
+}
+
+/// A client certificate for `cn`, signed by the dev CA (whose key the stack keeps).
+fn client_cert(dir: &Path, cn: &str) -> (String, String) {
+    let certs = cfg().ca_pem.parent().expect("the certs dir").to_owned();
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let path = |name: &str| dir.join(name).display().to_string();
+    let (key, csr, pem, ext) = (
+        path("client.key"),
+        path("client.csr"),
+        path("client.pem"),
+        path("client.ext"),
+    );
+    // X.509 v3 (extensions): rustls refuses a v1 certificate as its own.
+    std::fs::write(&ext, "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+        .expect("ext file");
+    let (ca, ca_key) = (certs.join("ca.pem"), certs.join("ca.key"));
+    let (ca, ca_key) = (ca.to_string_lossy(), ca_key.to_string_lossy());
+    let subj = format!("/CN={cn}");
+    openssl(
+        &[
+            &NEW_KEY[..],
+            &["-subj", &subj, "-keyout", &key, "-out", &csr],
+        ]
+        .concat(),
+    );
+    openssl(&[
+        "x509", "-req", "-days", "1", "-in", &csr, "-CA", &ca, "-CAkey", &ca_key, "-extfile", &ext,
+        "-out", &pem,
+    ]);
+    (pem, key)
 }
 
 #[tokio::test]
@@ -254,6 +312,54 @@ async fn a_certificate_that_does_not_verify_is_refused_and_the_shim_keeps_servin
             .expect("healthz");
         assert!(health.status().is_success());
     }
+    std::fs::remove_dir_all(&dir).expect("remove temp dir");
+}
+
+#[tokio::test]
+async fn a_server_that_requires_a_client_certificate_gets_one_and_the_password_still_counts() {
+    let cfg = cfg();
+    let dir = std::env::temp_dir().join(unique("ferry_mysql_x509"));
+    let user = unique("x509");
+    let password = "x509-pass-1";
+    mariadb_root(&format!(
+        "CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY '{password}' REQUIRE X509; \
+         GRANT SELECT ON `{}`.* TO '{user}'@'127.0.0.1'",
+        cfg.database
+    ));
+    let (cert, key) = client_cert(&dir, "ferry-shim");
+    let ca = ca(&cfg);
+    let auth = ferry_e2e::config::basic_auth(&user, password);
+    let with = shim(&[
+        ("FERRY_MYSQL_TLS_CA", &ca),
+        ("FERRY_MYSQL_TLS_CERT", &cert),
+        ("FERRY_MYSQL_TLS_KEY", &key),
+    ])
+    .await;
+    let r = execute_as(&with, &auth, "SHOW SESSION STATUS LIKE 'Ssl_version'")
+        .await
+        .expect("served");
+    assert_eq!(ssl_version(&r), "TLSv1.3");
+    // The certificate is not a login: a wrong password is refused all the same.
+    let wrong = ferry_e2e::config::basic_auth(&user, "not-the-password");
+    let (status, e) = execute_as(&with, &wrong, "SELECT 1")
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (401, Some("unauthenticated")),
+        "{e}"
+    );
+    // Without the certificate MariaDB refuses the account.
+    let without = shim(&[("FERRY_MYSQL_TLS_CA", &ca)]).await;
+    let (status, e) = execute_as(&without, &auth, "SELECT 1")
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (401, Some("unauthenticated")),
+        "{e}"
+    );
+    mariadb_root(&format!("DROP USER '{user}'@'127.0.0.1'"));
     std::fs::remove_dir_all(&dir).expect("remove temp dir");
 }
 
