@@ -30,7 +30,7 @@
 # RUN_NICE=-10 (compression loopback parts, replicas, cost: the stack's threads and k6 at this nice; "" = leave them),
 # cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2, COST_BREAKDOWN=1 (Envoy
 # variants, loadtest/envoy-breakdown.sh: BREAKDOWN_N, BREAKDOWN_C, results breakdown.md), COST_TRANSPORT=1
-# (the shim's hop to MariaDB, unix socket vs TCP, loadtest/shim-transport.sh: TRANSPORT_*, results transport.md).
+# (the shim's hop to MariaDB, unix socket vs TCP vs TCP + TLS, loadtest/shim-transport.sh: TRANSPORTS, TRANSPORT_*, results transport.md).
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"

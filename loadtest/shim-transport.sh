@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
-# The shim's hop to MySQL: unix socket vs TCP, side by side (issue 11, loadtest/README.md
-# "Cost per query"). Two extra shims beside a running stack, the same binary and settings as
-# its own, one reaching MariaDB over its unix socket and one over TCP (127.0.0.1), each on a
-# port of its own; h2load straight at each (h2c, the shim's canonical Connect proto form, no
-# Envoy), rounds interleaved, CPU of that shim and of MariaDB from /proc.
+# The shim's hop to MySQL: unix socket vs TCP vs TCP with TLS, side by side (issue 11,
+# loadtest/README.md "Cost per query"). Extra shims beside a running stack, the same binary
+# and settings as its own, one per TRANSPORTS (socket tcp tls): over MariaDB's unix socket,
+# over TCP (127.0.0.1, plain), over TCP with TLS verified against the stack's dev CA
+# (FERRY_MYSQL_TLS=verify_identity; MariaDB must serve TLS, as the benchmarks' does), each on
+# a port of its own; h2load straight at each (h2c, the shim's canonical Connect proto form,
+# no Envoy), rounds interleaved, CPU of that shim and of MariaDB from /proc.
 #   loadtest/shim-transport.sh [OUT.md]   a stack must be up (scripts/stack.sh, same env)
 # Measured per transport: warm `SELECT 1` at TRANSPORT_C (16) connections, one request at a
 # time on each, TRANSPORT_N (20000) requests; the large SELECT (TRANSPORT_LARGE_QUERY,
 # `SELECT * FROM large` of the bench fixtures) on 1 connection, TRANSPORT_LARGE_N (20) calls.
-# Knobs: TRANSPORT_ROUNDS (4), TRANSPORT_PORT (the stack's shim port + 10; +1 for the second).
+# Knobs: TRANSPORTS, TRANSPORT_ROUNDS (4), TRANSPORT_PORT (the stack's shim port + 10; +1, +2
+# for the next).
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 source "$LT/../scripts/env.sh"
 command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-client; scripts/install.sh does)" >&2; exit 2; }
 OUT_MD="${1:-/dev/stdout}"
 N="${TRANSPORT_N:-20000}" C="${TRANSPORT_C:-16}" ROUNDS="${TRANSPORT_ROUNDS:-4}"
+read -ra TRANSPORTS <<<"${TRANSPORTS:-socket tcp tls}"
 LARGE_N="${TRANSPORT_LARGE_N:-20}" LARGE_Q="${TRANSPORT_LARGE_QUERY:-SELECT * FROM large}"
 PIDS="$FERRY_RUN_DIR/pids"
 [ -s "$PIDS/shim.pid" ] && [ -s "$PIDS/mysql.pid" ] || { echo "no stack in $FERRY_RUN_DIR (scripts/stack.sh up)" >&2; exit 2; }
@@ -43,13 +47,20 @@ if [ "$SHIM_UID" != "$(id -u)" ]; then
   AS=(setpriv --reuid="$SHIM_UID" --regid="$(awk '/^Gid:/ { print $2 }' "/proc/$STACK_SHIM/status")" --init-groups --)
 fi
 declare -A PORT SHIM_PID
-PORT[socket]=$BASE_PORT PORT[tcp]=$((BASE_PORT + 1))
+i=0
+for t in "${TRANSPORTS[@]}"; do PORT[$t]=$((BASE_PORT + i)); i=$((i + 1)); done
 cleanup() { for p in "${SHIM_PID[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
-for t in socket tcp; do
+for t in "${TRANSPORTS[@]}"; do
   extra=(FERRY_SHIM_ADDR="127.0.0.1:${PORT[$t]}" FERRY_SHIM_UNIX= FERRY_SHIM_ADVERTISE="127.0.0.1:${PORT[$t]}")
   unset_socket=()
-  [ "$t" = socket ] || unset_socket=(-u FERRY_MYSQL_SOCKET)
+  case $t in
+    socket) ;;
+    tcp) unset_socket=(-u FERRY_MYSQL_SOCKET) extra+=(FERRY_MYSQL_TLS=disabled) ;;
+    tls) unset_socket=(-u FERRY_MYSQL_SOCKET)
+      extra+=(FERRY_MYSQL_TLS=verify_identity FERRY_MYSQL_TLS_CA="$FERRY_RUN_DIR/certs/ca.pem") ;;
+    *) echo "TRANSPORTS: $t is not socket, tcp or tls" >&2; exit 2 ;;
+  esac
   env -i "${SHIM_ENV[@]}" "${extra[@]}" env "${unset_socket[@]}" "${AS[@]}" "$FERRY_SHIM_BIN" \
     >"$DIR/shim-$t.log" 2>&1 &
   SHIM_PID[$t]=$!
@@ -78,14 +89,16 @@ print(qps, mean_ms, *(int(t) * 1e6 / hz / n for t in sys.argv[4:6]))
 PY
 }
 
-for t in socket tcp; do # warm: the pools' connections, MariaDB's caches
+for t in "${TRANSPORTS[@]}"; do # warm: the pools' connections, MariaDB's caches
   measure "$t" "$DIR/select1.bin" "$C" 2000 >/dev/null
   measure "$t" "$DIR/large.bin" 1 2 >/dev/null
 done
 declare -A small large
 for r in $(seq "$ROUNDS"); do
-  order="socket tcp"; [ $((r % 2)) = 1 ] || order="tcp socket"
-  for t in $order; do
+  # Odd rounds in the given order, even rounds reversed: drift hits every transport alike.
+  order=("${TRANSPORTS[@]}")
+  [ $((r % 2)) = 1 ] || order=($(printf '%s\n' "${TRANSPORTS[@]}" | tac))
+  for t in "${order[@]}"; do
     res=$(measure "$t" "$DIR/select1.bin" "$C" "$N")
     small[$t]="${small[$t]:-}$res;"
     echo "  round $r $t SELECT 1: $(awk '{ printf "%.0f req/s, us/req shim %.1f mysql %.1f", $1, $3, $4 }' <<<"$res")" >&2
@@ -97,7 +110,7 @@ done
 {
   echo "| shim → MariaDB | SELECT 1 req/s | shim µs/req | MariaDB µs/req | large SELECT mean ms | shim ms/call | MariaDB ms/call |"
   echo "|---|---|---|---|---|---|---|"
-  for t in socket tcp; do
+  for t in "${TRANSPORTS[@]}"; do
     python3 - "$t" "${small[$t]}" "${large[$t]}" <<'PY'
 import statistics, sys
 def med(runs):
@@ -106,7 +119,8 @@ def med(runs):
 s, _ = med(sys.argv[2])
 l, lrows = med(sys.argv[3])
 rng = f"{min(r[1] for r in lrows):.1f}–{max(r[1] for r in lrows):.1f}"
-print(f"| {sys.argv[1]} | {s[0]:,.0f} | {s[2]:.0f} | {s[3]:.0f} | {l[1]:.1f} ({rng}) | {l[2] / 1000:.1f} | {l[3] / 1000:.1f} |")
+label = {"tls": "tcp + TLS (verify_identity)"}.get(sys.argv[1], sys.argv[1])
+print(f"| {label} | {s[0]:,.0f} | {s[2]:.0f} | {s[3]:.0f} | {l[1]:.1f} ({rng}) | {l[2] / 1000:.1f} | {l[3] / 1000:.1f} |")
 PY
   done
   echo
