@@ -87,7 +87,10 @@ async fn try_shim(tls: &[(&str, &str)]) -> Option<Shim> {
         .env("FERRY_MYSQL_PORT", mysql_port)
         .env("FERRY_MYSQL_DATABASE", cfg().database)
         .env("FERRY_LOG", "warn")
-        .env("FERRY_SESSION_KEYS_FILE", cfg().ca_pem.with_file_name("session.keys"))
+        .env(
+            "FERRY_SESSION_KEYS_FILE",
+            cfg().ca_pem.with_file_name("session.keys"),
+        )
         .envs(tls.iter().copied())
         .stdout(std::process::Stdio::null());
     let child = cmd.spawn().expect("start ferry-shim");
@@ -315,6 +318,17 @@ async fn a_certificate_that_does_not_verify_is_refused_and_the_shim_keeps_servin
     std::fs::remove_dir_all(&dir).expect("remove temp dir");
 }
 
+async fn assert_unauthenticated(shim: &Shim, authorization: &str) {
+    let (status, e) = execute_as(shim, authorization, "SELECT 1")
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        (status, e["code"].as_str()),
+        (401, Some("unauthenticated")),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn a_server_that_requires_a_client_certificate_gets_one_and_the_password_still_counts() {
     let cfg = cfg();
@@ -341,24 +355,10 @@ async fn a_server_that_requires_a_client_certificate_gets_one_and_the_password_s
     assert_eq!(ssl_version(&r), "TLSv1.3");
     // The certificate is not a login: a wrong password is refused all the same.
     let wrong = ferry_e2e::config::basic_auth(&user, "not-the-password");
-    let (status, e) = execute_as(&with, &wrong, "SELECT 1")
-        .await
-        .expect_err("refused");
-    assert_eq!(
-        (status, e["code"].as_str()),
-        (401, Some("unauthenticated")),
-        "{e}"
-    );
+    assert_unauthenticated(&with, &wrong).await;
     // Without the certificate MariaDB refuses the account.
     let without = shim(&[("FERRY_MYSQL_TLS_CA", &ca)]).await;
-    let (status, e) = execute_as(&without, &auth, "SELECT 1")
-        .await
-        .expect_err("refused");
-    assert_eq!(
-        (status, e["code"].as_str()),
-        (401, Some("unauthenticated")),
-        "{e}"
-    );
+    assert_unauthenticated(&without, &auth).await;
     mariadb_root(&format!("DROP USER '{user}'@'127.0.0.1'"));
     std::fs::remove_dir_all(&dir).expect("remove temp dir");
 }
