@@ -5,6 +5,8 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 src="${1:?usage: render-envoy.sh envoy/<scenario>.yaml}"
+[[ "$FERRY_COMPRESS_MIN_RTT_MS" =~ ^[0-9]+$ ]] \
+  || { echo "render-envoy.sh: FERRY_COMPRESS_MIN_RTT_MS: not a whole number of ms: $FERRY_COMPRESS_MIN_RTT_MS" >&2; exit 2; }
 shim_host="${FERRY_SHIM_ADDR%:*}" shim_port="${FERRY_SHIM_ADDR##*:}"
 shim2_host="${FERRY_SHIM2_ADDR%:*}" shim2_port="${FERRY_SHIM2_ADDR##*:}"
 replica_host="${FERRY_REPLICA_SHIM_ADDR%:*}" replica_port="${FERRY_REPLICA_SHIM_ADDR##*:}"
@@ -34,6 +36,7 @@ sed -E \
   -e "/# FERRY_CORS_ORIGINS\$/s#allow_origin_string_match: \[.*\]#allow_origin_string_match: [$cors]#" \
   -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \
   -e "/# FERRY_EARLY_DATA\$/s/enable_early_data: [a-z]+/enable_early_data: $FERRY_EARLY_DATA/" \
+  -e "/# FERRY_COMPRESS_MIN_RTT_MS\$/s/min_rtt_ms: [0-9]+/min_rtt_ms: $FERRY_COMPRESS_MIN_RTT_MS/" \
   -e "/# FERRY_TICKET\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ticket.key#" \
   -e "/# FERRY_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.key#" \
   -e "/# FERRY_ACCESS_LOG\$/s#path: [^ }]+#path: $FERRY_ACCESS_LOG#" \

@@ -14,6 +14,7 @@
 //! | `compression.max_ratio` | 0.9 | compress only when the sample (then the message) shrinks to at most this |
 //! | `compression.level` | `"fastest"` | `"fastest"` or `"default"` (gzip -1 or -6; zstd has only its fastest level here) |
 //! | `compression.envoy` | `[]` | codecs Envoy's own compressor filters (placed before this filter) apply to Connect unary answers; see below |
+//! | `compression.min_rtt_ms` | 1 | compress answers only for clients at least this many ms away (round trip, as Envoy measured the connection; see below); 0: at any distance |
 //!
 //! The same keys as Envoy YAML, with their defaults: README.md, "The filter's settings".
 //!
@@ -26,6 +27,16 @@
 //! compressor honours. Envoy picks among its compressors by the client's q-values.
 //! Enveloped messages (gRPC, Connect streaming) are always compressed here. List only
 //! codecs that have a compressor filter in the chain, or those answers go uncompressed.
+//!
+//! `compression.min_rtt_ms`: on loopback or a LAN, compressing an answer costs more (CPU
+//! on both ends, on the same cores) than the bytes it saves take to send. Envoy tells the
+//! filter how far the client is in `x-ferry-client-rtt-ms` (the connection's last
+//! measured round trip in whole ms, from the HTTP connection manager's early header
+//! mutation, envoy/ferry.yaml); a client nearer than this gets identity answers, and
+//! Envoy's compressor is told `no-transform`. Without that header (HTTP/3: Envoy 1.40
+//! measures no round trip for QUIC; an Envoy configured without it) the distance is
+//! unknown and answers are compressed as the client asks. Behind a proxy that ends the
+//! client's TCP connection (an L7 load balancer), Envoy measures its own hop to it: set 0.
 //!
 //! Requests are decompressed whatever they use among identity, gzip, zstd, snappy and
 //! s2, up to `max_request_bytes` of output.
@@ -51,7 +62,7 @@ use crate::limits::{Limits, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_RESPONSE_BYTE
 /// gRPC frame length is 32 bits).
 pub const MAX_LIMIT: u64 = 1 << 30;
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub limits: Limits,
     pub session_affinity: bool,
@@ -59,7 +70,26 @@ pub struct Config {
     pub compression: Policy,
     /// Codecs Envoy's compressor applies to Connect unary answers (`compression.envoy`).
     pub envoy_compression: Vec<Encoding>,
+    /// Answers are compressed only for clients at least this far, in ms of round trip
+    /// (`compression.min_rtt_ms`).
+    pub min_rtt_ms: u64,
 }
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            limits: Limits::default(),
+            session_affinity: false,
+            compression: Policy::default(),
+            envoy_compression: Vec::new(),
+            min_rtt_ms: DEFAULT_MIN_RTT_MS,
+        }
+    }
+}
+
+/// `compression.min_rtt_ms`'s default: sub-millisecond clients (the same host, rack or
+/// zone) get identity; loadtest/README.md "Compression" has the figures.
+pub const DEFAULT_MIN_RTT_MS: u64 = 1;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ConfigError(String);
@@ -93,6 +123,7 @@ struct RawCompression {
     level: Option<String>,
     #[serde(default)]
     envoy: Vec<String>,
+    min_rtt_ms: Option<u64>,
 }
 
 impl RawCompression {
@@ -184,6 +215,7 @@ impl Config {
             },
             session_affinity: raw.session_affinity,
             envoy_compression: raw.compression.envoy()?,
+            min_rtt_ms: raw.compression.min_rtt_ms.unwrap_or(DEFAULT_MIN_RTT_MS),
             compression: raw.compression.policy()?,
         })
     }
@@ -280,7 +312,9 @@ mod tests {
             session_affinity: false,
             compression: Policy::default(),
             envoy_compression: Vec::new(),
+            min_rtt_ms: 1,
         };
+        assert_eq!(Config::default(), defaults);
         assert_eq!(Config::parse(None).unwrap(), defaults);
         assert_eq!(Config::parse(Some(b"")).unwrap(), defaults);
         assert_eq!(Config::parse(Some(b" \n")).unwrap(), defaults);
@@ -320,6 +354,8 @@ mod tests {
         assert_eq!(c.compression.sample_bytes, 100);
         assert_eq!(c.compression.max_ratio, 0.5);
         assert_eq!(c.compression.level, Level::Default);
+        let anywhere = Config::parse(Some(br#"{"compression": {"min_rtt_ms": 0}}"#)).unwrap();
+        assert_eq!(anywhere.min_rtt_ms, 0);
         let off = Config::parse(Some(br#"{"compression": {"preference": []}}"#)).unwrap();
         assert!(off.compression.preference.is_empty());
         let envoy =

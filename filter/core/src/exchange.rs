@@ -59,6 +59,8 @@ pub struct RequestHead {
     pub grpc_timeout: Option<String>,
     /// `early-data`: Envoy's mark of a request received in HTTP/3 0-RTT.
     pub early_data: Option<String>,
+    /// `x-ferry-client-rtt-ms`: Envoy's measure of how far the client is.
+    pub client_rtt: Option<String>,
     /// The request came in as gRPC-Web (Envoy's grpc_web filter made it gRPC): the
     /// client's `x-grpc-web` header, or an `accept` naming gRPC-Web. For metrics only.
     pub grpc_web: bool,
@@ -94,6 +96,7 @@ impl RequestHead {
             encodings,
             grpc_timeout: get("grpc-timeout")?,
             early_data: get(early_data::HEADER)?,
+            client_rtt: get(compression::CLIENT_RTT_HEADER)?,
             grpc_web: get("x-grpc-web")?.is_some()
                 || get("accept")?.is_some_and(|a| a.contains("application/grpc-web")),
         })
@@ -323,6 +326,9 @@ struct Call {
     /// `compression.envoy`, accepted by the client); the answer leaves uncompressed,
     /// marked `no-transform` when it does not pay.
     envoy_encoding: Option<Encoding>,
+    /// The client is nearer than `compression.min_rtt_ms`: its answer goes
+    /// uncompressed, and Envoy's compressor is told so (`no-transform`).
+    near: bool,
     /// The request came in early data (0-RTT) and its message decides whether it may
     /// go on: the body is buffered and checked before any of it is forwarded.
     replay_check: Option<early_data::Check>,
@@ -526,8 +532,10 @@ impl Exchange {
         } else {
             compression::negotiate_envoy(&self.settings.envoy_compression, accept)
         };
+        let near = compression::too_near(head.client_rtt.as_deref(), self.settings.min_rtt_ms);
         let answer_encoding = match envoy_encoding {
             Some(_) => Encoding::Identity,
+            None if near => Encoding::Identity,
             None => compression::negotiate(&self.settings.compression, accept),
         };
         crate::auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
@@ -538,6 +546,7 @@ impl Exchange {
         call.request_encoding = request_encoding;
         call.answer_encoding = answer_encoding;
         call.envoy_encoding = envoy_encoding;
+        call.near = near;
         Ok(call)
     }
 
@@ -622,6 +631,7 @@ impl Exchange {
             &self.settings.envoy_compression,
             head.encoding("accept-encoding"),
         );
+        call.near = compression::too_near(head.client_rtt.as_deref(), self.settings.min_rtt_ms);
         self.state = State::Call(call);
         Ok(edits)
     }
@@ -947,6 +957,7 @@ impl Call {
             request_encoding: Encoding::Identity,
             answer_encoding: Encoding::Identity,
             envoy_encoding: None,
+            near: false,
             replay_check: None,
             hold: false,
             pinned: false,

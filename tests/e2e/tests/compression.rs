@@ -151,6 +151,96 @@ async fn every_codec_round_trips_over_http3() {
     every_codec_round_trips(Transport::H3).await;
 }
 
+/// The e2e gateway whose settings are the shipped defaults for distance
+/// (`compression.min_rtt_ms` 1; scripts/e2e.sh sets 0 for the others, so their
+/// loopback clients get the codecs they ask for).
+fn default_distance_gateway() -> ferry_e2e::config::Config {
+    let port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
+        .expect("FERRY_E2E_TCP_PORT: the e2e gateway with the default min_rtt_ms (scripts/e2e.sh)")
+        .parse()
+        .expect("FERRY_E2E_TCP_PORT is a port");
+    cfg().with_port(port)
+}
+
+#[tokio::test]
+async fn a_client_on_loopback_gets_identity_answers_over_tcp() {
+    // Envoy measures the TCP connection's round trip (0 ms here) and the filter, at
+    // the default min_rtt_ms of 1, compresses nothing for it: whatever it accepts,
+    // every shape's answer comes back identity (Envoy's zstd told `no-transform`),
+    // byte-exact. HTTP/3 carries no measure in Envoy 1.40: compressed as asked.
+    let cfg = default_distance_gateway();
+    let reference: Vec<_> = {
+        let r = execute(Way::ConnectProtoH2, TEXT_ROWS).await;
+        r.result
+            .unwrap()
+            .rows
+            .iter()
+            .map(ferry_e2e::rows::cells)
+            .collect()
+    };
+    for transport in [Transport::H2, Transport::H3] {
+        for codec in CODECS {
+            for (protocol, json, path) in shapes(transport) {
+                let shape = Shape {
+                    protocol,
+                    json,
+                    transport,
+                    send: codec,
+                    accept: Some(codec.name()),
+                };
+                let outcome = shape.call(&cfg, path, &request(TEXT_ROWS, json)).await;
+                assert_ok(&shape, &outcome);
+                assert_eq!(rows(&outcome, json), reference, "{shape:?} {path}");
+                let compressed = outcome.messages.iter().any(|(f, _)| f & 1 == 1);
+                if transport == Transport::H3 {
+                    assert_eq!(outcome.encoding.as_deref(), Some(codec.name()), "{shape:?}");
+                    assert!(
+                        compressed || protocol == Protocol::ConnectUnary,
+                        "{shape:?}"
+                    );
+                    continue;
+                }
+                assert_eq!(outcome.encoding, None, "{shape:?} {path}");
+                assert!(!compressed, "{shape:?} {path}");
+                if protocol == Protocol::ConnectUnary {
+                    let envoys = codec == Encoding::Zstd;
+                    assert_eq!(
+                        outcome.answer.header("cache-control"),
+                        envoys.then_some("no-transform"),
+                        "{shape:?}"
+                    );
+                }
+            }
+        }
+    }
+    // A client cannot claim to be far: Envoy replaces its x-ferry-client-rtt-ms.
+    let client = ferry_e2e::connect::ConnectClient::http2(&cfg);
+    let auth = cfg.basic_auth();
+    let answer = client
+        .post(
+            EXECUTE,
+            &[
+                ("authorization", auth.as_str()),
+                ("content-type", "application/proto"),
+                ("accept-encoding", "s2"),
+                ("x-ferry-client-rtt-ms", "500"),
+            ],
+            request(TEXT_ROWS, false),
+        )
+        .await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("content-encoding"), None);
+    assert_eq!(
+        ExecuteResponse::decode(answer.body.as_ref())
+            .unwrap()
+            .result
+            .unwrap()
+            .rows
+            .len(),
+        300
+    );
+}
+
 #[tokio::test]
 async fn incompressible_answers_go_as_identity() {
     let cfg = cfg();

@@ -241,7 +241,8 @@ impl Call {
             let small = declared.is_some_and(|n| n < settings.compression.min_bytes);
             let may_compress = (self.answer_encoding != Encoding::Identity
                 || self.envoy_encoding.is_some())
-                && !small;
+                && !small
+                && !self.near;
             let json = self.client.codec == Codec::Json;
             if !may_compress && !json {
                 return ResponseFlow::Pass;

@@ -152,6 +152,17 @@ fn compressing_with(
     accept: (&'static str, &str),
     envoy: Vec<Encoding>,
 ) -> Exchange {
+    compressing_at(content_type, accept, envoy, None)
+}
+
+/// [`compressing_with`], from a client `rtt_ms` away as Envoy measured it (`None`:
+/// unknown), under the default `compression.min_rtt_ms` (1).
+fn compressing_at(
+    content_type: &str,
+    accept: (&'static str, &str),
+    envoy: Vec<Encoding>,
+    rtt_ms: Option<&str>,
+) -> Exchange {
     let mut ex = Exchange::new(std::rc::Rc::new(Config {
         limits: Limits {
             max_request_bytes: 1000,
@@ -160,10 +171,9 @@ fn compressing_with(
         envoy_compression: envoy,
         ..Config::default()
     }));
-    let step = ex.on_request_headers(
-        &with_encoding(head(EXECUTE, content_type), accept.0, accept.1),
-        false,
-    );
+    let mut request = with_encoding(head(EXECUTE, content_type), accept.0, accept.1);
+    request.client_rtt = rtt_ms.map(str::to_owned);
+    let step = ex.on_request_headers(&request, false);
     assert!(
         matches!(
             step,
@@ -209,6 +219,70 @@ fn grpc_answers_are_compressed_per_message_when_it_pays() {
         edit.body,
         BodyEdit::Prepend(envelope::header(0, small.len()).unwrap())
     );
+}
+
+#[test]
+fn a_client_nearer_than_min_rtt_gets_identity_answers() {
+    let answer = large_answer(25);
+    // gRPC accepting our codecs, 0 ms away: no grpc-encoding, the message flagged 0.
+    let near = Some("0");
+    let mut ex = compressing_at(
+        "application/grpc",
+        ("grpc-accept-encoding", "gzip, s2"),
+        vec![],
+        near,
+    );
+    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
+    assert_eq!(edits.get("grpc-encoding"), None);
+    assert_eq!(
+        edit.body,
+        BodyEdit::Prepend(envelope::header(0, answer.len()).unwrap())
+    );
+    // Connect proto: the shim's answer passes as it is, nothing held.
+    let mut ex = compressing_at("application/proto", ("accept-encoding", "s2"), vec![], near);
+    let ResponseHeadersStep::Forward(edits) =
+        ex.on_response_headers(&response("200", "application/proto"), false)
+    else {
+        panic!("a near client's answer is not held for a sample")
+    };
+    assert_eq!(edits.get("content-encoding"), None);
+    assert_eq!(
+        ex.on_response_body(answer.len(), true),
+        ResponseBodyStep::Continue
+    );
+    // Connect JSON left to Envoy's zstd: transcoded, and Envoy is told to leave it.
+    let mut ex = compressing_at(
+        "application/json",
+        ("accept-encoding", "zstd"),
+        vec![Encoding::Zstd],
+        near,
+    );
+    let (edits, json) = streamed_json(&mut ex, &answer, 1000);
+    assert_eq!(edits.get("cache-control"), Some("no-transform"));
+    assert_eq!(edits.get("content-encoding"), None);
+    assert_eq!(
+        json_of(&json)["result"]["rows"].as_array().unwrap().len(),
+        25
+    );
+    // 1 ms or more away, or of unknown distance (HTTP/3): compressed as before.
+    for rtt in [Some("1"), Some("40"), None, Some("-")] {
+        let mut ex = compressing_at(
+            "application/grpc",
+            ("grpc-accept-encoding", "gzip, s2"),
+            vec![],
+            rtt,
+        );
+        let (edits, _) = respond(&mut ex, &response("200", "application/proto"), &answer);
+        assert_eq!(edits.get("grpc-encoding"), Some("s2"), "{rtt:?}");
+        let mut ex = compressing_at(
+            "application/json",
+            ("accept-encoding", "zstd"),
+            vec![Encoding::Zstd],
+            rtt,
+        );
+        let (edits, _) = streamed_json(&mut ex, &answer, 1000);
+        assert_eq!(edits.get("cache-control"), None, "{rtt:?}");
+    }
 }
 
 #[test]
