@@ -23,7 +23,7 @@
 # Results: loadtest/results/<timestamp>/ (results.md, results.json, charts/*.png, runs/, logs/).
 # Knobs: FAR_LOSS=<percent> (far shape loss), CPU=1 (full: CPU per call of each process), WORKLOADS="cold-start warm-select ..."
 # (subset), CLIENTS="mysql h2 h3", SWEEP_VUS="4 8 ...", SWEEP_DURATION=10s (also replicas),
-# compression: PARTS="far far-envoy loopback pair envoy", CODECS="identity gzip zstd snappy s2", PROTO_CODECS
+# compression: PARTS="far far-envoy loopback pair envoy" (pair-near: the pair part on the near shape), CODECS="identity gzip zstd snappy s2", PROTO_CODECS
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
@@ -841,8 +841,9 @@ case "${1:-}" in
         far-envoy) LOSS="${FAR_LOSS:-0}" shape far; compression_far_envoy ;;
         loopback) shape loopback; compression_loopback ;;
         pair) shape loopback; compression_pair ;;
+        pair-near) shape near; compression_pair ;;
         envoy) shape loopback; compression_envoy ;;
-        *) echo "unknown part $part (far far-envoy loopback pair envoy)" >&2; exit 2 ;;
+        *) echo "unknown part $part (far far-envoy loopback pair pair-near envoy)" >&2; exit 2 ;;
       esac
     done
     finish || true ;;

@@ -7,10 +7,13 @@
 # Variants, all made from the stack's rendered .run/envoy.yaml:
 #   full              the shipped config, Connect JSON requests
 #   full-proto        the shipped config, Connect proto requests (no JSON work)
+#   no-client-rtt     full-proto without the early header mutation that gives the filter the
+#                     client's round trip (x-ferry-client-rtt-ms, compression.min_rtt_ms)
 #   no-access-log     full-proto without the access log
 #   no-ferry-filter   full-proto without the Ferry wasm filter (Envoy's other filters stay;
 #                     the request is already the shim's canonical form)
 #   router-only       no HTTP filter but the router: Envoy as a bare TLS h2 -> h2c proxy
+# (no-ferry-filter and router-only drop the header mutation too: it serves the filter.)
 # So: the Ferry filter = full-proto - no-ferry-filter; Envoy's floor = router-only.
 # Knobs: BREAKDOWN_N (requests per run, 20000), BREAKDOWN_C (16), BREAKDOWN_ROUNDS (3, interleaved),
 # BREAKDOWN_PORT (FERRY_PORT + 1000; +1 for its admin), BREAKDOWN_VARIANTS (a subset).
@@ -21,7 +24,7 @@ command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-c
 OUT_MD="${1:-/dev/stdout}"
 N="${BREAKDOWN_N:-20000}" C="${BREAKDOWN_C:-16}" ROUNDS="${BREAKDOWN_ROUNDS:-3}"
 PORT="${BREAKDOWN_PORT:-$((FERRY_PORT + 1000))}"
-VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto no-access-log no-ferry-filter router-only}"
+VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto no-client-rtt no-access-log no-ferry-filter router-only}"
 DIR="$FERRY_RUN_DIR/breakdown"
 mkdir -p "$DIR"
 SRC="$FERRY_RUN_DIR/envoy.yaml"
@@ -50,6 +53,8 @@ for listener in doc["static_resources"]["listeners"]:
                 log["typed_config"]["path"] = f"{out}/access.log"
             if name in ("no-access-log", "no-ferry-filter", "router-only"):
                 hcm.pop("access_log", None)
+            if name in ("no-client-rtt", "no-ferry-filter", "router-only"):
+                hcm.pop("early_header_mutation_extensions", None)
             filters = hcm["http_filters"]
             if name == "no-ferry-filter":
                 filters[:] = [h for h in filters if h["name"] != "ferry"]

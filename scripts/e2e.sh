@@ -32,14 +32,14 @@ C="$FERRY_RUN_DIR/certs"
 MARIADB_TLS_ARGS="--ssl-cert=$C/server.pem --ssl-key=$C/server.key --ssl-ca=$C/ca.pem --tls-version=TLSv1.2,TLSv1.3"
 # A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket,
 # with TLS whose certificate it verifies against the dev CA; its sessions expire after
-# 2 s (sessions.rs), it compresses only for clients >= 1 ms away, the default
-# (compression.rs), and it shares the dev CA and session key.
+# 2 s (sessions.rs), it keeps the default distance for compression (empty:
+# env.sh's; compression.rs), and it shares the dev CA and session key.
 TCP_RUN_DIR="$FERRY_RUN_DIR/tcp"
 export FERRY_E2E_TCP_PORT="${FERRY_E2E_TCP_PORT:-18444}"
 tcp_gateway() {
   FERRY_RUN_DIR="$TCP_RUN_DIR" FERRY_PORT="$FERRY_E2E_TCP_PORT" \
     FERRY_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}" FERRY_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}" \
-    FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 FERRY_COMPRESS_MIN_RTT_MS=1 \
+    FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 FERRY_COMPRESS_MIN_RTT_MS= \
     FERRY_MYSQL_TLS=verify_identity FERRY_MYSQL_TLS_CA="$TCP_RUN_DIR/certs/ca.pem" \
     FERRY_SESSION_KEYS_FILE="$TCP_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }

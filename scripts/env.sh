@@ -22,7 +22,7 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_MYSQL_SOCKET:=$FERRY_RUN_DIR/mysql.sock}"  # the shim prefers it when set
 : "${FERRY_MYSQL_TRANSPORT:=socket}"        # how the shim reaches MariaDB: socket | tcp
 : "${FERRY_EARLY_DATA:=true}"               # HTTP/3 0-RTT (the filter runs only replay-safe requests in it)
-: "${FERRY_COMPRESS_MIN_RTT_MS:=1}"        # compress answers only for clients at least this many ms away (0: any)
+: "${FERRY_COMPRESS_MIN_RTT_MS:=5}"        # compress answers only for clients at least this many ms away (0: any)
 : "${FERRY_ENVOY_SCENARIO:=}"               # envoy/<name>.yaml to run (empty: ferry, or two-shims with FERRY_SHIMS=2)
 : "${FERRY_ENVOY_CONCURRENCY:=}"            # Envoy's worker threads (empty: one per core, Envoy's default)
 : "${FERRY_OTLP_ENDPOINT:=}"                # OTLP/gRPC collector, http://host:port: the shim exports spans there (unset: off); envoy/tracing.yaml's too (default 127.0.0.1:4317)

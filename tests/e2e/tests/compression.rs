@@ -152,7 +152,7 @@ async fn every_codec_round_trips_over_http3() {
 }
 
 /// The e2e gateway whose settings are the shipped defaults for distance
-/// (`compression.min_rtt_ms` 1; scripts/e2e.sh sets 0 for the others, so their
+/// (`compression.min_rtt_ms` 5; scripts/e2e.sh sets 0 for the others, so their
 /// loopback clients get the codecs they ask for).
 fn default_distance_gateway() -> ferry_e2e::config::Config {
     let port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
@@ -165,7 +165,7 @@ fn default_distance_gateway() -> ferry_e2e::config::Config {
 #[tokio::test]
 async fn a_client_on_loopback_gets_identity_answers_over_tcp() {
     // Envoy measures the TCP connection's round trip (0 ms here) and the filter, at
-    // the default min_rtt_ms of 1, compresses nothing for it: whatever it accepts,
+    // the default min_rtt_ms of 5, compresses nothing for it: whatever it accepts,
     // every shape's answer comes back identity (Envoy's zstd told `no-transform`),
     // byte-exact. HTTP/3 carries no measure in Envoy 1.40: compressed as asked.
     let cfg = default_distance_gateway();

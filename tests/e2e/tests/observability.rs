@@ -580,7 +580,7 @@ async fn metrics_and_access_log_after_a_known_workload() {
         "{} access log lines for {requests} requests",
         lines.len()
     );
-    const FIELDS: [&str; 22] = [
+    const FIELDS: [&str; 23] = [
         "time",
         "rpc",
         "path",
@@ -603,6 +603,7 @@ async fn metrics_and_access_log_after_a_known_workload() {
         "server_timing",
         "request_id",
         "client",
+        "client_rtt_ms",
     ];
     let shim = shim_addr();
     for l in &lines {
@@ -621,6 +622,13 @@ async fn metrics_and_access_log_after_a_known_workload() {
         assert!(l["bytes_sent"].as_u64() > Some(0), "{l}");
         assert!(l["duration_ms"].is_u64(), "{l}");
         assert!(l["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{l}");
+        // Envoy's measure of the client's TCP round trip (loopback: 0 ms); none for QUIC.
+        let rtt = if l["http"] == "HTTP/3" {
+            serde_json::Value::Null
+        } else {
+            serde_json::json!("0")
+        };
+        assert_eq!(l["client_rtt_ms"], rtt, "{l}");
         assert!(
             l["server_timing"]
                 .as_str()

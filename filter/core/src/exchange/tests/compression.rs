@@ -156,7 +156,7 @@ fn compressing_with(
 }
 
 /// [`compressing_with`], from a client `rtt_ms` away as Envoy measured it (`None`:
-/// unknown), under the default `compression.min_rtt_ms` (1).
+/// unknown), under the default `compression.min_rtt_ms` (5).
 fn compressing_at(
     content_type: &str,
     accept: (&'static str, &str),
@@ -224,8 +224,8 @@ fn grpc_answers_are_compressed_per_message_when_it_pays() {
 #[test]
 fn a_client_nearer_than_min_rtt_gets_identity_answers() {
     let answer = large_answer(25);
-    // gRPC accepting our codecs, 0 ms away: no grpc-encoding, the message flagged 0.
-    let near = Some("0");
+    // gRPC accepting our codecs, 4 ms away: no grpc-encoding, the message flagged 0.
+    let near = Some("4");
     let mut ex = compressing_at(
         "application/grpc",
         ("grpc-accept-encoding", "gzip, s2"),
@@ -264,8 +264,8 @@ fn a_client_nearer_than_min_rtt_gets_identity_answers() {
         json_of(&json)["result"]["rows"].as_array().unwrap().len(),
         25
     );
-    // 1 ms or more away, or of unknown distance (HTTP/3): compressed as before.
-    for rtt in [Some("1"), Some("40"), None, Some("-")] {
+    // 5 ms or more away, or of unknown distance (HTTP/3): compressed as before.
+    for rtt in [Some("5"), Some("40"), None, Some("-")] {
         let mut ex = compressing_at(
             "application/grpc",
             ("grpc-accept-encoding", "gzip, s2"),
