@@ -55,6 +55,7 @@ unit:
 validate: wasm
 	@python3 scripts/envoy-replicas.py --check
 	@python3 scripts/envoy-tracing.py --check
+	@python3 scripts/envoy-shim-tls.py --check
 	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" "$$(dirname "$$FERRY_ACCESS_LOG")" && scripts/dev-cert.sh && \
 	for f in $(ENVOY_CONFIGS); do \
 	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \

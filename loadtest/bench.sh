@@ -23,7 +23,9 @@
 # Results: loadtest/results/<timestamp>/ (results.md, results.json, charts/*.png, runs/, logs/).
 # Knobs: FAR_LOSS=<percent> (far shape loss), CPU=1 (full: CPU per call of each process), WORKLOADS="cold-start warm-select ..."
 # (subset), CLIENTS="mysql h2 h3", SWEEP_VUS="4 8 ...", SWEEP_DURATION=10s (also replicas),
-# compression: PARTS="far far-envoy loopback pair envoy" (pair-near: the pair part on the near shape), CODECS="identity gzip zstd snappy s2", PROTO_CODECS
+# compression: PARTS="far far-envoy loopback pair envoy" (pair-near: the pair part on the near shape),
+# BENCH_MIN_RTT_MS=0 (the gateway's compression.min_rtt_ms: 0 compresses for clients at any distance; 5 is the shipped default),
+# CODECS="identity gzip zstd snappy s2", PROTO_CODECS
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
 # PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
@@ -63,6 +65,9 @@ stack_env() {
   # The baseline is the MySQL protocol over TLS 1.3, with the gateway's certificate.
   # Ferry with HTTP/3 0-RTT on (the default), so cold starts can be measured with it.
   export FERRY_EARLY_DATA=true
+  # The benches measure the codecs themselves wherever the client runs (loopback too);
+  # BENCH_MIN_RTT_MS=5, the shipped compression.min_rtt_ms, shows the distance rule instead.
+  export FERRY_COMPRESS_MIN_RTT_MS="${BENCH_MIN_RTT_MS:-0}"
   export FERRY_MYSQL_EXTRA_ARGS="--ssl-cert=$c/server.pem --ssl-key=$c/server.key --ssl-ca=$c/ca.pem --tls-version=TLSv1.3"
   CA="$c/ca.pem" DATA="$FERRY_RUN_DIR/bench-data"
 }

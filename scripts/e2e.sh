@@ -31,16 +31,21 @@ export FERRY_SHIM_OS_USER="${FERRY_SHIM_USER:-$(id -un)}"
 C="$FERRY_RUN_DIR/certs"
 MARIADB_TLS_ARGS="--ssl-cert=$C/server.pem --ssl-key=$C/server.key --ssl-ca=$C/ca.pem --tls-version=TLSv1.2,TLSv1.3"
 # A second gateway (shim + Envoy) on the same MariaDB, reached over TCP, not the socket,
-# with TLS whose certificate it verifies against the dev CA; its sessions expire after
+# with TLS whose certificate it verifies against the dev CA; Envoy reaches its shim over
+# mutual TLS (envoy/shim-tls.yaml; shim_tls.rs), as a shim on another host; its sessions expire after
 # 2 s (sessions.rs), it keeps the default distance for compression (empty:
 # env.sh's; compression.rs), and it shares the dev CA and session key.
 TCP_RUN_DIR="$FERRY_RUN_DIR/tcp"
 export FERRY_E2E_TCP_PORT="${FERRY_E2E_TCP_PORT:-18444}"
+export FERRY_E2E_TCP_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}"
+export FERRY_E2E_TCP_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}"
 tcp_gateway() {
   FERRY_RUN_DIR="$TCP_RUN_DIR" FERRY_PORT="$FERRY_E2E_TCP_PORT" \
-    FERRY_ADMIN_PORT="${FERRY_E2E_TCP_ADMIN_PORT:-19902}" FERRY_SHIM_ADDR="${FERRY_E2E_TCP_SHIM_ADDR:-127.0.0.1:18082}" \
+    FERRY_ADMIN_PORT="$FERRY_E2E_TCP_ADMIN_PORT" FERRY_SHIM_ADDR="$FERRY_E2E_TCP_SHIM_ADDR" \
     FERRY_SHIM_UNIX="" FERRY_MYSQL_TRANSPORT=tcp FERRY_SESSION_TTL_SECS=2 FERRY_COMPRESS_MIN_RTT_MS= \
     FERRY_MYSQL_TLS=verify_identity FERRY_MYSQL_TLS_CA="$TCP_RUN_DIR/certs/ca.pem" \
+    FERRY_ENVOY_SCENARIO=shim-tls FERRY_SHIM_TLS_CERT="$TCP_RUN_DIR/certs/shim.pem" \
+    FERRY_SHIM_TLS_KEY="$TCP_RUN_DIR/certs/shim.key" FERRY_SHIM_TLS_CLIENT_CA="$TCP_RUN_DIR/certs/ca.pem" \
     FERRY_SESSION_KEYS_FILE="$TCP_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
 # A third gateway with two shims behind one Envoy cluster (envoy/two-shims.yaml), on
@@ -108,6 +113,9 @@ rm -rf "$FERRY_RUN_DIR"
 trap stop_all EXIT
 FERRY_MYSQL_EXTRA_ARGS="$MARIADB_TLS_ARGS" "$ROOT/scripts/stack.sh" up >/dev/null
 mkdir -p "$TCP_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TCP_RUN_DIR/"  # one dev CA for both
+# The shim's own copy of the dev certificate (localhost, 127.0.0.1): it reads it as its OS user.
+cp "$TCP_RUN_DIR/certs/server.pem" "$TCP_RUN_DIR/certs/shim.pem"
+(umask 077 && cp "$TCP_RUN_DIR/certs/server.key" "$TCP_RUN_DIR/certs/shim.key")
 tcp_gateway gateway >/dev/null
 mkdir -p "$FERRY_E2E_PAIR_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$FERRY_E2E_PAIR_RUN_DIR/"
 pair_gateway gateway >/dev/null

@@ -39,6 +39,10 @@ sed -E \
   -e "/# FERRY_COMPRESS_MIN_RTT_MS\$/s/min_rtt_ms: [0-9]+/min_rtt_ms: $FERRY_COMPRESS_MIN_RTT_MS/" \
   -e "/# FERRY_TICKET\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ticket.key#" \
   -e "/# FERRY_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.key#" \
+  -e "/# FERRY_ENVOY_CLIENT_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/envoy-client.pem#" \
+  -e "/# FERRY_ENVOY_CLIENT_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/envoy-client.key#" \
+  -e "/# FERRY_SHIM_TLS_CA\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ca.pem#" \
+  -e "/# FERRY_SHIM_TLS_NAME\$/s/(sni|exact): [^ }]+/\\1: $FERRY_SHIM_TLS_NAME/" \
   -e "/# FERRY_ACCESS_LOG\$/s#path: [^ }]+#path: $FERRY_ACCESS_LOG#" \
   -e "/# FERRY_WASM\$/s#filename: [^ }]+#filename: $FERRY_WASM#" \
   "$src"

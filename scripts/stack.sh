@@ -225,6 +225,7 @@ shim_up() {
     # The shim as its own unprivileged OS user; its unix socket's directory is its own,
     # and it may read the session keys.
     chown "$FERRY_SHIM_USER" "$FERRY_SESSION_KEYS_FILE"
+    [ -z "${FERRY_SHIM_TLS_KEY:-}" ] || chown "$FERRY_SHIM_USER" "$FERRY_SHIM_TLS_KEY"
     [ -z "$FERRY_SHIM_UNIX" ] || chown "$FERRY_SHIM_USER" "$(dirname "$FERRY_SHIM_UNIX")"
     cmd=(setpriv --reuid="$FERRY_SHIM_USER" --regid="$(id -g "$FERRY_SHIM_USER")" --init-groups -- "${cmd[@]}")
   fi
@@ -232,7 +233,15 @@ shim_up() {
   # (read-your-writes on the replica).
   local gtid=0; [ "$FERRY_REPLICAS" != 1 ] || gtid=1
   FERRY_SHIM_ROLE=primary FERRY_TRACK_GTID="$gtid" start shim "${cmd[@]}"
-  wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
+  if [ -n "${FERRY_SHIM_TLS_CERT:-}" ]; then
+    # TLS on its listener (envoy/shim-tls.yaml): checked as Envoy does, with the dev CA
+    # and, when the shim requires one, Envoy's client certificate.
+    local c="$FERRY_RUN_DIR/certs"
+    wait_for shim 15 curl -sf --http2 --cacert "$c/ca.pem" \
+      ${FERRY_SHIM_TLS_CLIENT_CA:+--cert "$c/envoy-client.pem" --key "$c/envoy-client.key"} "https://$FERRY_SHIM_ADDR/healthz"
+  else
+    wait_for shim 15 curl -sf --http2-prior-knowledge "http://$FERRY_SHIM_ADDR/healthz"
+  fi
   if [ "$FERRY_REPLICAS" = 1 ]; then
     # The replica's shim: the same command and keys, on the replica's MariaDB (socket,
     # or its port with FERRY_MYSQL_TRANSPORT=tcp), no unix socket of its own.

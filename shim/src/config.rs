@@ -1,5 +1,6 @@
 //! The shim's settings, all from the environment (defaults match scripts/env.sh).
 use crate::account::AccountPolicy;
+use crate::listen_tls::ListenTls;
 use crate::log::Level;
 use crate::mysql_tls::MysqlTls;
 use crate::result::ResultLimits;
@@ -52,6 +53,9 @@ pub struct Config {
     pub advertise: String,
     /// `FERRY_SHIM_THREADS` (1): the runtime's worker threads.
     pub threads: usize,
+    /// `FERRY_SHIM_TLS_CERT` / `_KEY` / `_CLIENT_CA` (unset: plain h2c): TLS, and
+    /// optionally client certificates, on the TCP listener (listen_tls.rs).
+    pub listen_tls: Option<ListenTls>,
     /// `FERRY_SHIM_UNIX` (unset): an extra unix-socket listener.
     pub unix_listen: Option<PathBuf>,
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
@@ -233,6 +237,7 @@ impl Config {
         Ok(Config {
             listen,
             advertise: var("FERRY_SHIM_ADVERTISE").unwrap_or_else(|| listen.to_string()),
+            listen_tls: ListenTls::from_vars(var)?,
             unix_listen: var("FERRY_SHIM_UNIX").map(PathBuf::from),
             mysql,
             mysql_tls,

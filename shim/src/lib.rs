@@ -20,6 +20,7 @@ pub mod error_map;
 pub mod execute;
 pub mod gtid;
 pub mod health;
+pub mod listen_tls;
 pub mod log;
 pub mod message_body;
 pub mod metrics;

@@ -132,12 +132,24 @@ async fn run(cfg: Config) -> Result<(), String> {
             .as_ref()
             .map_or(String::new(), |p| p.display().to_string()),
         mysql = cfg.mysql,
+        tls = match &cfg.listen_tls {
+            None => "off (h2c)",
+            Some(tls) if tls.mutual => "on, client certificates required",
+            Some(_) => "on",
+        },
         mysql_tls = cfg.mysql_tls.describe(),
         database = cfg.database,
         role = cfg.role.as_str(),
         track_gtid = cfg.track_gtid,
     );
-    server::serve(app, tcp, unix, shutdown_signal()).await;
+    if cfg.listen_tls.is_none() && !cfg.listen.ip().is_loopback() {
+        ferry_shim::log!(
+            Level::Warn,
+            "plain h2c on a non-loopback address: the clients' credentials and rows cross the network in clear unless FERRY_SHIM_TLS_CERT/_KEY are set (or the network is private to Envoy)",
+            addr = cfg.listen,
+        );
+    }
+    server::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
     sweeper.abort();
     pin_sweeper.abort();
     if let Some(tracing) = tracing {

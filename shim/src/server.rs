@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::connect_error::ConnectError;
 use crate::deadline::{self, Deadline};
 use crate::execute;
+use crate::listen_tls::ListenTls;
 use crate::log::Level;
 use crate::message_body::MessageBody;
 use crate::metrics::Metrics;
@@ -47,7 +48,7 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use prost::Message;
 use std::convert::Infallible;
 use std::future::Future;
@@ -506,6 +507,7 @@ async fn health(app: &App, method: &Method) -> Response<MessageBody> {
 pub async fn serve(
     app: Arc<App>,
     tcp: TcpListener,
+    tls: Option<ListenTls>,
     unix: Option<UnixListener>,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -525,14 +527,27 @@ pub async fn serve(
     loop {
         tokio::select! {
             accepted = tcp.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    spawn_conn(&builder, &graceful, TokioIo::new(stream), app.clone());
+                    match &tls {
+                        None => spawn_conn(&builder, graceful.watcher(), TokioIo::new(stream), app.clone()),
+                        // The handshake runs in its own task: a slow client holds up no one.
+                        Some(tls) => {
+                            let (tls, builder, app) = (tls.clone(), builder.clone(), app.clone());
+                            let watcher = graceful.watcher();
+                            tokio::spawn(async move {
+                                match tls.accept(stream).await {
+                                    Ok(stream) => spawn_conn(&builder, watcher, TokioIo::new(stream), app),
+                                    Err(e) => crate::log!(Level::Info, "TLS handshake failed", peer = peer, error = e),
+                                }
+                            });
+                        }
+                    }
                 }
                 Err(e) => accept_failed(e).await,
             },
             accepted = accept_unix(unix.as_ref()) => match accepted {
-                Ok(stream) => spawn_conn(&builder, &graceful, TokioIo::new(stream), app.clone()),
+                Ok(stream) => spawn_conn(&builder, graceful.watcher(), TokioIo::new(stream), app.clone()),
                 Err(e) => accept_failed(e).await,
             },
             () = &mut shutdown => break,
@@ -564,7 +579,7 @@ async fn accept_failed(e: std::io::Error) {
 
 fn spawn_conn<I>(
     builder: &auto::Builder<TokioExecutor>,
-    graceful: &GracefulShutdown,
+    watcher: Watcher,
     io: TokioIo<I>,
     app: Arc<App>,
 ) where
@@ -572,7 +587,7 @@ fn spawn_conn<I>(
 {
     let svc = service_fn(move |req| handle(app.clone(), req));
     let conn = builder.serve_connection(io, svc).into_owned();
-    let conn = graceful.watch(conn);
+    let conn = watcher.watch(conn);
     tokio::spawn(async move {
         if let Err(e) = conn.await {
             crate::log!(Level::Debug, "connection ended with an error", error = e);

@@ -30,14 +30,14 @@
 //!
 //! `compression.min_rtt_ms`: on a fast link (loopback, a LAN, the same region),
 //! compressing an answer costs more (CPU on both ends) than the bytes it saves take to
-//! send. Envoy tells the
-//! filter how far the client is in `x-ferry-client-rtt-ms` (the connection's last
-//! measured round trip in whole ms, from the HTTP connection manager's early header
-//! mutation, envoy/ferry.yaml); a client nearer than this gets identity answers, and
-//! Envoy's compressor is told `no-transform`. Without that header (HTTP/3: Envoy 1.40
-//! measures no round trip for QUIC; an Envoy configured without it) the distance is
-//! unknown and answers are compressed as the client asks. Behind a proxy that ends the
-//! client's TCP connection (an L7 load balancer), Envoy measures its own hop to it: set 0.
+//! send. Envoy tells the filter how far the client is in `x-ferry-client-rtt-ms` (the
+//! connection's last measured round trip in whole ms, from the HTTP connection
+//! manager's early header mutation, envoy/ferry.yaml); a client nearer than this gets
+//! identity answers, and Envoy's compressor is told `no-transform`. Without that header
+//! (HTTP/3: Envoy 1.40 measures no round trip for QUIC; an Envoy configured without it)
+//! the distance is unknown and answers are compressed as the client asks. Behind a proxy
+//! that ends the client's TCP connection (an L7 load balancer), Envoy measures its own
+//! hop to it: set 0.
 //!
 //! Requests are decompressed whatever they use among identity, gzip, zstd, snappy and
 //! s2, up to `max_request_bytes` of output.
@@ -90,8 +90,8 @@ impl Default for Config {
 
 /// `compression.min_rtt_ms`'s default: clients a few ms away at most (the same host,
 /// zone or region: fast links) get identity. Measured (loadtest/README.md
-/// "Compression"): at 1.8 ms and 1 Gbit/s every codec was slower than identity, at 41 ms
-/// and 20 Mbit/s they took 0.4–0.6× its time.
+/// "Compression"): at 1.8 ms and 1 Gbit/s gzip and zstd took 1.6–2.3× identity's time
+/// and S2 1.04×; at 42 ms and 20 Mbit/s they took 0.27–0.44× its time.
 pub const DEFAULT_MIN_RTT_MS: u64 = 5;
 
 #[derive(Debug, PartialEq, Eq)]
