@@ -3,11 +3,9 @@
 #   python3 scripts/envoy-replicas.py           rewrite envoy/replicas.yaml
 #   python3 scripts/envoy-replicas.py --check   fail if it is out of date (make validate)
 import os, re, sys
-os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-s = open("envoy/ferry.yaml").read()
-# The body starts after ferry.yaml's leading comment block (its own header).
-head_end = next(i for i, line in enumerate(s.splitlines(keepends=True)) if not line.startswith("#"))
-head_end = sum(len(l) for l in s.splitlines(keepends=True)[:head_end])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from envoy_scenario import ferry_body, write_or_check
+
 header = """# Ferry with a read replica ("a shim per target"): the gateway of ferry.yaml (same
 # listeners, filters, classification routes) in front of two shims, one per MySQL
 # target: the primary shim (FERRY_SHIM_ROLE=primary, FERRY_TRACK_GTID=1) on the
@@ -30,7 +28,7 @@ header = """# Ferry with a read replica ("a shim per target"): the gateway of fe
 # Generated from envoy/ferry.yaml by scripts/envoy-replicas.py: edit that file or the
 # script, then rerun it (make validate fails while this file is out of date).
 """
-s = header + s[head_end:]
+s = header + ferry_body()
 # The read routes go to `reads`.
 n_before = s.count("cluster: shim")
 s = re.sub(r"(headers: \[\{ name: x-ferry-class, string_match: \{ exact: read \} \}\]\n                route:\n                  )cluster: shim", r"\1cluster: reads", s)
@@ -70,9 +68,4 @@ c += """  # Safe reads: the replica shim(s) first (priority 0), the primary shim
               socket_address: { address: 127.0.0.1, port_value: 8081 }  # FERRY_SHIM
 """
 s = s[:ci] + c
-if sys.argv[1:] == ["--check"]:
-    if open("envoy/replicas.yaml").read() != s:
-        sys.exit("envoy/replicas.yaml is out of date: run python3 scripts/envoy-replicas.py")
-else:
-    open("envoy/replicas.yaml", "w").write(s)
-    print("wrote envoy/replicas.yaml")
+write_or_check("replicas.yaml", s)

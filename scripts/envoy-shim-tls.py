@@ -3,11 +3,9 @@
 #   python3 scripts/envoy-shim-tls.py           rewrite envoy/shim-tls.yaml
 #   python3 scripts/envoy-shim-tls.py --check   fail if it is out of date (make validate)
 import os, sys
-os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-s = open("envoy/ferry.yaml").read()
-# The body starts after ferry.yaml's leading comment block (its own header).
-head_end = next(i for i, line in enumerate(s.splitlines(keepends=True)) if not line.startswith("#"))
-head_end = sum(len(l) for l in s.splitlines(keepends=True)[:head_end])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from envoy_scenario import ferry_body, write_or_check
+
 header = """# Ferry with the shim on another host: the gateway of ferry.yaml, with Envoy -> shim over
 # mutual TLS instead of h2c. The clients' Basic credentials and every row cross that
 # hop, so off one host it is encrypted; Envoy checks the shim's certificate against the
@@ -23,7 +21,7 @@ header = """# Ferry with the shim on another host: the gateway of ferry.yaml, wi
 # Generated from envoy/ferry.yaml by scripts/envoy-shim-tls.py: edit that file or the
 # script, then rerun it (make validate fails while this file is out of date).
 """
-s = header + s[head_end:]
+s = header + ferry_body()
 anchor = """  - name: shim
     type: STATIC
     connect_timeout: 1s
@@ -52,9 +50,4 @@ tls = """    # Mutual TLS to the shim (its health checks too): TLS 1.3, the shim
 s = s.replace(anchor, anchor + tls, 1)
 s = s.replace("  # The shim: canonical Connect-proto over h2c.\n",
               "  # The shim: canonical Connect-proto over HTTP/2 in mutual TLS.\n", 1)
-if sys.argv[1:] == ["--check"]:
-    if open("envoy/shim-tls.yaml").read() != s:
-        sys.exit("envoy/shim-tls.yaml is out of date: run python3 scripts/envoy-shim-tls.py")
-else:
-    open("envoy/shim-tls.yaml", "w").write(s)
-    print("wrote envoy/shim-tls.yaml")
+write_or_check("shim-tls.yaml", s)

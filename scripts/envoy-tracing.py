@@ -4,11 +4,9 @@
 #   python3 scripts/envoy-tracing.py           rewrite envoy/tracing.yaml
 #   python3 scripts/envoy-tracing.py --check   fail if it is out of date (make validate)
 import os, sys
-os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-s = open("envoy/ferry.yaml").read()
-# The body starts after ferry.yaml's leading comment block (its own header).
-head_end = next(i for i, line in enumerate(s.splitlines(keepends=True)) if not line.startswith("#"))
-head_end = sum(len(l) for l in s.splitlines(keepends=True)[:head_end])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from envoy_scenario import ferry_body, write_or_check
+
 header = """# Ferry with tracing: the gateway of ferry.yaml, plus Envoy's OpenTelemetry tracer on
 # both HTTP connection managers (TCP: HTTP/2 and HTTP/1.1; QUIC: HTTP/3). Every request
 # gets a span (kind SERVER, service `ferry-gateway`), and its upstream request to the
@@ -23,7 +21,7 @@ header = """# Ferry with tracing: the gateway of ferry.yaml, plus Envoy's OpenTe
 # Generated from envoy/ferry.yaml by scripts/envoy-tracing.py: edit that file or the
 # script, then rerun it (make validate fails while this file is out of date).
 """
-s = header + s[head_end:]
+s = header + ferry_body()
 tracing = """          # Tracing (OpenTelemetry): every request here (a demo; in production sample,
           # e.g. random_sampling 1, or follow the client's `traceparent` decision).
           tracing: &tracing
@@ -70,9 +68,4 @@ s += """
             address:
               socket_address: { address: 127.0.0.1, port_value: 4317 }  # FERRY_OTLP
 """
-if sys.argv[1:] == ["--check"]:
-    if open("envoy/tracing.yaml").read() != s:
-        sys.exit("envoy/tracing.yaml is out of date: run python3 scripts/envoy-tracing.py")
-else:
-    open("envoy/tracing.yaml", "w").write(s)
-    print("wrote envoy/tracing.yaml")
+write_or_check("tracing.yaml", s)
