@@ -4,7 +4,16 @@
 //! An empty protobuf message (e.g. `CloseSessionResponse{}`) encodes to zero bytes.
 //! With a plain `Full` body hyper would send it as headers-only (END_STREAM on
 //! HEADERS), and a gRPC client needs the message framed in a body, which the filter
-//! can only write from a body callback. So the end of stream always comes with data.
+//! can only write from a body callback. So the stream always ends with a DATA frame
+//! of its own: hyper sends an empty one with END_STREAM once the pieces are out.
+//!
+//! Empty pieces are not sent. Envoy counts empty DATA frames without END_STREAM on an
+//! upstream connection (`max_consecutive_inbound_frames_with_empty_payload`, 1 by
+//! default) and closes it as a flood past one in a row: two empty answers on one
+//! connection, each an empty frame before its END_STREAM, reset each other's streams.
+//! The END_STREAM frame stays apart from the last piece: Envoy's gRPC-Web text
+//! encoding of an error the filter converts waited for the idle timeout when the two
+//! came in one frame (seen in grpc_web.rs).
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
@@ -33,10 +42,15 @@ impl Body for MessageBody {
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // Empty pieces carry nothing (see above).
+        while self.0.front().is_some_and(Bytes::is_empty) {
+            self.0.pop_front();
+        }
         Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
     }
 
-    /// Never known to be over before it is polled, so the headers never end the stream.
+    /// Never known to be over before its end is polled: the headers never end the
+    /// stream, and neither does the last piece (END_STREAM comes in its own frame).
     fn is_end_stream(&self) -> bool {
         false
     }
@@ -58,6 +72,35 @@ mod tests {
         assert_eq!(body.size_hint().exact(), Some(0));
         let bytes = body.collect().await.map(|c| c.to_bytes());
         assert_eq!(bytes.ok(), Some(Bytes::new()));
+    }
+
+    #[tokio::test]
+    async fn no_frame_is_empty() {
+        let mut body = MessageBody::pieces(vec![
+            Bytes::new(),
+            Bytes::from_static(b"ab"),
+            Bytes::new(),
+            Bytes::new(),
+            Bytes::from_static(b"c"),
+            Bytes::new(),
+        ]);
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            frames.push(frame.ok().and_then(|f| f.into_data().ok()));
+        }
+        assert_eq!(
+            frames,
+            vec![
+                Some(Bytes::from_static(b"ab")),
+                Some(Bytes::from_static(b"c"))
+            ]
+        );
+        // The empty message: no frame at all, so hyper ends the stream with an empty
+        // DATA frame carrying END_STREAM (the filter's body callback), after headers
+        // that did not end it.
+        let mut empty = MessageBody::new(Bytes::new());
+        assert!(!empty.is_end_stream());
+        assert!(empty.frame().await.is_none());
     }
 
     #[tokio::test]

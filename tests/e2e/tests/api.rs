@@ -38,6 +38,41 @@ async fn create_and_close_session_over_connect_json() {
 }
 
 #[tokio::test]
+async fn many_empty_answers_at_once_share_the_shim_connection() {
+    // CloseSession's answer is an empty message. Envoy closes an upstream connection
+    // that sends more than one empty DATA frame without END_STREAM in a row (a flood,
+    // `max_consecutive_inbound_frames_with_empty_payload`); the shim once sent each
+    // empty answer as an empty frame and then END_STREAM, so two at once on one
+    // connection reset each other (seen as h2 protocol errors on MySQL 8's stack).
+    let cfg = cfg();
+    let c = ConnectClient::http2(&cfg);
+    let auth = cfg.basic_auth();
+    let h = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let a = c.post(CREATE_SESSION, &h, b"{}".to_vec()).await;
+    assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+    let body = serde_json::json!({ "session": a.json()["session"] }).to_string();
+    let mut closes = tokio::task::JoinSet::new();
+    for _ in 0..64 {
+        let (c, auth, body) = (c.clone(), auth.clone(), body.clone());
+        closes.spawn(async move {
+            let h = [
+                ("content-type", "application/json"),
+                ("authorization", auth.as_str()),
+            ];
+            c.post(CLOSE_SESSION, &h, body.into_bytes()).await
+        });
+    }
+    while let Some(a) = closes.join_next().await {
+        let a = a.expect("the CloseSession task");
+        assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
+        assert_eq!(a.body.as_ref(), b"{}");
+    }
+}
+
+#[tokio::test]
 async fn http2_answers_advertise_http3() {
     let cfg = cfg();
     let a = ConnectClient::http2(&cfg).execute_json("SELECT 1").await;
