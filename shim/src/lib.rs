@@ -26,6 +26,7 @@ pub mod message_body;
 pub mod metrics;
 pub mod mysql_tls;
 pub mod olap;
+pub mod pem_files;
 pub mod pool;
 pub mod prepare;
 pub mod result;

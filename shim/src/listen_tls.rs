@@ -13,8 +13,7 @@
 //! 127.0.0.1). The unix socket listener is never TLS: file permissions guard it. Every
 //! file is read and checked at start; a missing half or an unreadable file stops the
 //! shim (exit 2) naming the variable, never quoting the key.
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use crate::pem_files;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use std::sync::Arc;
@@ -57,10 +56,8 @@ impl ListenTls {
             (None, Some(_)) => return Err("FERRY_SHIM_TLS_KEY needs FERRY_SHIM_TLS_CERT".into()),
             (Some(cert), Some(key)) => (cert, key),
         };
-        let chain = read_certs("FERRY_SHIM_TLS_CERT", &cert)?;
-        let key_pem = std::fs::read(&key).map_err(|e| format!("FERRY_SHIM_TLS_KEY={key}: {e}"))?;
-        let key_der = PrivateKeyDer::from_pem_slice(&key_pem)
-            .map_err(|_| format!("FERRY_SHIM_TLS_KEY={key}: no PEM private key in it"))?;
+        let pair =
+            pem_files::key_pair(("FERRY_SHIM_TLS_CERT", &cert), ("FERRY_SHIM_TLS_KEY", &key))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -70,7 +67,7 @@ impl ListenTls {
             None => builder.with_no_client_auth(),
             Some(ca) => {
                 let mut roots = RootCertStore::empty();
-                for cert in read_certs("FERRY_SHIM_TLS_CLIENT_CA", ca)? {
+                for cert in pem_files::certs("FERRY_SHIM_TLS_CLIENT_CA", ca)?.der {
                     roots
                         .add(cert)
                         .map_err(|e| format!("FERRY_SHIM_TLS_CLIENT_CA={ca}: {e}"))?;
@@ -82,14 +79,11 @@ impl ListenTls {
                 builder.with_client_cert_verifier(verifier)
             }
         };
-        // The chain must be X.509 v3 and its first certificate the key's (checked now,
-        // not at the first handshake).
-        let mismatch = |e: rustls::Error| {
-            format!("FERRY_SHIM_TLS_CERT={cert} with FERRY_SHIM_TLS_KEY={key}: {e}")
-        };
-        rustls::sign::CertifiedKey::from_der(chain.clone(), key_der.clone_key(), &provider)
-            .map_err(mismatch)?;
-        let mut config = builder.with_single_cert(chain, key_der).map_err(mismatch)?;
+        let mut config = builder
+            .with_single_cert(pair.chain.der, pair.key)
+            .map_err(|e| {
+                format!("FERRY_SHIM_TLS_CERT={cert} with FERRY_SHIM_TLS_KEY={key}: {e}")
+            })?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Some(ListenTls {
             acceptor: TlsAcceptor::from(Arc::new(config)),
@@ -108,18 +102,6 @@ impl ListenTls {
             )),
         }
     }
-}
-
-/// Every certificate of a PEM file (at least one).
-fn read_certs(name: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("{name}={path}: {e}"))?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{name}={path}: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!("{name}={path}: no PEM certificate in it"));
-    }
-    Ok(certs)
 }
 
 #[cfg(test)]

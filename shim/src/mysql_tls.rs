@@ -8,10 +8,8 @@
 //! falls back to plain text) and VERIFY_CA (the client library's name-check skip does
 //! not work with the rustls it is built on) are not offered.
 use crate::config::MysqlTarget;
+use crate::pem_files;
 use mysql_async::{ClientIdentity, SslOpts};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use rustls::sign::CertifiedKey;
 use std::net::IpAddr;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,7 +133,7 @@ impl MysqlTls {
         }
         let ca_pem = match ca_path {
             None => None,
-            Some(path) => Some(read_certs("FERRY_MYSQL_TLS_CA", &path)?),
+            Some(path) => Some(pem_files::certs("FERRY_MYSQL_TLS_CA", &path)?.pem),
         };
         let client = match (cert_path, key_path) {
             (None, None) => None,
@@ -230,36 +228,16 @@ pub fn handshake_failure(e: &mysql_async::Error) -> Option<String> {
     }
 }
 
-/// A PEM file of one or more certificates, checked to parse.
-fn read_certs(name: &str, path: &str) -> Result<Vec<u8>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("{name}={path}: {e}"))?;
-    let mut n = 0;
-    for cert in CertificateDer::pem_slice_iter(&pem) {
-        cert.map_err(|e| format!("{name}={path}: {e}"))?;
-        n += 1;
-    }
-    if n == 0 {
-        return Err(format!("{name}={path}: no PEM certificate in it"));
-    }
-    Ok(pem)
-}
-
-/// The client certificate chain and its private key (PKCS#8, PKCS#1 or SEC1), checked
-/// as rustls will use them: an X.509 v3 certificate whose public key is the key's.
-/// No error quotes the key file.
+/// The client certificate chain and its key, checked to belong together (pem_files.rs).
 fn read_client(cert_path: &str, key_path: &str) -> Result<ClientPem, String> {
-    let cert_chain = read_certs("FERRY_MYSQL_TLS_CERT", cert_path)?;
-    let key =
-        std::fs::read(key_path).map_err(|e| format!("FERRY_MYSQL_TLS_KEY={key_path}: {e}"))?;
-    let key_der = PrivateKeyDer::from_pem_slice(&key)
-        .map_err(|_| format!("FERRY_MYSQL_TLS_KEY={key_path}: no PEM private key in it"))?;
-    let chain = CertificateDer::pem_slice_iter(&cert_chain)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("FERRY_MYSQL_TLS_CERT={cert_path}: {e}"))?;
-    CertifiedKey::from_der(chain, key_der, &rustls::crypto::ring::default_provider()).map_err(
-        |e| format!("FERRY_MYSQL_TLS_CERT={cert_path} with FERRY_MYSQL_TLS_KEY={key_path}: {e}"),
+    let pair = pem_files::key_pair(
+        ("FERRY_MYSQL_TLS_CERT", cert_path),
+        ("FERRY_MYSQL_TLS_KEY", key_path),
     )?;
-    Ok(ClientPem { cert_chain, key })
+    Ok(ClientPem {
+        cert_chain: pair.chain.pem,
+        key: pair.key_pem,
+    })
 }
 
 /// `localhost` and loopback addresses: traffic that never leaves the machine.
