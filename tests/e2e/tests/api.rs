@@ -2,38 +2,33 @@
 mod common;
 use common::*;
 use ferry_e2e::connect::{ConnectClient, CLOSE_SESSION, CREATE_SESSION};
+use ferry_e2e::Answer;
+
+/// A Connect JSON call of `path` as `auth` (a Basic authorization value).
+async fn post_json(c: &ConnectClient, path: &str, auth: &str, body: &str) -> Answer {
+    let h = [
+        ("content-type", "application/json"),
+        ("authorization", auth),
+    ];
+    c.post(path, &h, body.as_bytes().to_vec()).await
+}
 
 #[tokio::test]
 async fn create_and_close_session_over_connect_json() {
     let cfg = cfg();
     let c = ConnectClient::http2(&cfg);
     let auth = cfg.basic_auth();
-    let h = [
-        ("content-type", "application/json"),
-        ("authorization", auth.as_str()),
-    ];
-    let a = c.post(CREATE_SESSION, &h, b"{}".to_vec()).await;
+    let a = post_json(&c, CREATE_SESSION, &auth, "{}").await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     let v = a.json();
     assert_eq!(v["branch"], cfg.database.as_str());
     assert_eq!(v["user"]["username"], cfg.user.as_str());
     assert!(v["session"].is_object(), "a session to send back: {v}");
     let body = serde_json::json!({ "session": v["session"] }).to_string();
-    let a = c.post(CLOSE_SESSION, &h, body.into_bytes()).await;
+    let a = post_json(&c, CLOSE_SESSION, &auth, &body).await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
-    let a = c
-        .post(
-            CREATE_SESSION,
-            &[
-                ("content-type", "application/json"),
-                (
-                    "authorization",
-                    &ferry_e2e::config::basic_auth("ferry", "nope"),
-                ),
-            ],
-            b"{}".to_vec(),
-        )
-        .await;
+    let wrong = ferry_e2e::config::basic_auth("ferry", "nope");
+    let a = post_json(&c, CREATE_SESSION, &wrong, "{}").await;
     assert_eq!(a.status, 401);
 }
 
@@ -47,23 +42,13 @@ async fn many_empty_answers_at_once_share_the_shim_connection() {
     let cfg = cfg();
     let c = ConnectClient::http2(&cfg);
     let auth = cfg.basic_auth();
-    let h = [
-        ("content-type", "application/json"),
-        ("authorization", auth.as_str()),
-    ];
-    let a = c.post(CREATE_SESSION, &h, b"{}".to_vec()).await;
+    let a = post_json(&c, CREATE_SESSION, &auth, "{}").await;
     assert_eq!(a.status, 200, "{:?}", String::from_utf8_lossy(&a.body));
     let body = serde_json::json!({ "session": a.json()["session"] }).to_string();
     let mut closes = tokio::task::JoinSet::new();
     for _ in 0..64 {
         let (c, auth, body) = (c.clone(), auth.clone(), body.clone());
-        closes.spawn(async move {
-            let h = [
-                ("content-type", "application/json"),
-                ("authorization", auth.as_str()),
-            ];
-            c.post(CLOSE_SESSION, &h, body.into_bytes()).await
-        });
+        closes.spawn(async move { post_json(&c, CLOSE_SESSION, &auth, &body).await });
     }
     while let Some(a) = closes.join_next().await {
         let a = a.expect("the CloseSession task");

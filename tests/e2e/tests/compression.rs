@@ -92,17 +92,20 @@ fn shapes(transport: Transport) -> Vec<(Protocol, bool, &'static str)> {
     out
 }
 
+/// TEXT_ROWS' cells, as the main gateway answers them uncompressed (Connect proto).
+async fn text_rows() -> Vec<Vec<Option<Vec<u8>>>> {
+    let r = execute(Way::ConnectProtoH2, TEXT_ROWS).await;
+    r.result
+        .unwrap()
+        .rows
+        .iter()
+        .map(ferry_e2e::rows::cells)
+        .collect()
+}
+
 async fn every_codec_round_trips(transport: Transport) {
     let cfg = cfg();
-    let reference: Vec<_> = {
-        let r = execute(Way::ConnectProtoH2, TEXT_ROWS).await;
-        r.result
-            .unwrap()
-            .rows
-            .iter()
-            .map(ferry_e2e::rows::cells)
-            .collect()
-    };
+    let reference = text_rows().await;
     assert_eq!(reference.len(), 300);
     for codec in CODECS {
         for (protocol, json, path) in shapes(transport) {
@@ -169,15 +172,7 @@ async fn a_client_on_loopback_gets_identity_answers_over_tcp() {
     // every shape's answer comes back identity (Envoy's zstd told `no-transform`),
     // byte-exact. HTTP/3 carries no measure in Envoy 1.40: compressed as asked.
     let cfg = default_distance_gateway();
-    let reference: Vec<_> = {
-        let r = execute(Way::ConnectProtoH2, TEXT_ROWS).await;
-        r.result
-            .unwrap()
-            .rows
-            .iter()
-            .map(ferry_e2e::rows::cells)
-            .collect()
-    };
+    let reference = text_rows().await;
     for transport in [Transport::H2, Transport::H3] {
         for codec in CODECS {
             for (protocol, json, path) in shapes(transport) {
