@@ -28,7 +28,7 @@
 # CODECS="identity gzip zstd snappy s2", PROTO_CODECS
 # (Connect proto rows on far; default CODECS, "" = none), TABLES="large lrand", SEL_ITER=3,
 # INS_ITER=5, ROUNDS=3 (loopback), LOOP_ITER=10 and MEDIUM_ITER=100, PAIR_ITER=10 and
-# PAIR_MEDIUM_ITER=50 (per round), CLI_CHECK=1,
+# PAIR_MEDIUM_ITER=50 (per round), PAIR_CLIENTS="h2" (pair parts: h2 and/or h3), CLI_CHECK=1,
 # RUN_NICE=-10 (compression loopback parts, replicas, cost: the stack's threads and k6 at this nice; "" = leave them),
 # cost: COST_VUS=16, COST_DURATION=10s, COST_LARGE_ITER=10, ROUNDS=2, COST_BREAKDOWN=1 (Envoy
 # variants, loadtest/envoy-breakdown.sh: BREAKDOWN_N, BREAKDOWN_C, results breakdown.md), COST_TRANSPORT=1
@@ -355,14 +355,17 @@ compression_loopback() {
 # The pair part: wall time per codec against identity on loopback, each call made twice
 # (codec and its identity twin, alternating: lib.js paired()), so both see the same
 # background load; ×identity = the rounds' median of p50 ÷ the twin's p50.
+# PAIR_CLIENTS: h2 (default) and/or h3.
 compression_pair() {
-  local li="${PAIR_ITER:-10}" mi="${PAIR_MEDIUM_ITER:-50}" codec round
+  local li="${PAIR_ITER:-10}" mi="${PAIR_MEDIUM_ITER:-50}" codec round client
   prioritize "$(pid_of envoy)" "$(pid_of shim)" "$(pid_of mysql)"
   for round in $(seq "${ROUNDS:-3}"); do
     RUN_SUFFIX=".p$round"
-    for codec in ${CODECS/identity/}; do
-      run large-select h2 "large,$codec,paired" 1 "$li" -e CODEC="$codec" -e PAIR=1
-      run medium-select h2 "medium,$codec,paired" 4 "$mi" -e CODEC="$codec" -e PAIR=1
+    for client in ${PAIR_CLIENTS:-h2}; do
+      for codec in ${CODECS/identity/}; do
+        run large-select "$client" "large,$codec,paired" 1 "$li" -e CODEC="$codec" -e PAIR=1
+        run medium-select "$client" "medium,$codec,paired" 4 "$mi" -e CODEC="$codec" -e PAIR=1
+      done
     done
   done
   RUN_SUFFIX=""

@@ -17,7 +17,7 @@ export FERRY_TXN_IDLE_SECS=3
 export FERRY_POOL_MAX=48
 export FERRY_EARLY_DATA=true  # the shipped default, whose 0-RTT policy early_data.rs checks
 # Compress for clients at any distance: the codec tests run on loopback. The TCP
-# gateway keeps the shipped default (1 ms), which compression.rs checks.
+# gateway keeps the shipped defaults (5 ms; loopback near), which compression.rs checks.
 export FERRY_COMPRESS_MIN_RTT_MS=0
 # The shim runs as an unprivileged OS user of its own, as it should in production;
 # accounts.rs gives that OS user a unix_socket MariaDB account and expects it refused.

@@ -45,22 +45,6 @@ pub fn decompress(encoding: Encoding, message: &[u8], limit: usize) -> Result<Ve
     Ok(out)
 }
 
-/// The request header in which Envoy gives the client connection's last measured
-/// round trip, in whole milliseconds (envoy/ferry.yaml: `early_header_mutation_extensions`
-/// with `%DOWNSTREAM_CX_RTT%`, a client's own value removed first). Envoy 1.40 measures
-/// it for TCP (HTTP/1.1, HTTP/2), not for QUIC: HTTP/3 requests come without it.
-pub const CLIENT_RTT_HEADER: &str = "x-ferry-client-rtt-ms";
-
-/// Whether a client is too near for compressed answers to pay: its round trip (the
-/// [`CLIENT_RTT_HEADER`] value) is below `min_rtt_ms`. Near, the bytes saved cost
-/// nothing to send, while compressing costs CPU on both ends. A client of unknown
-/// distance (no or unreadable header) is not near: it asked for compression.
-pub fn too_near(rtt_ms: Option<&str>, min_rtt_ms: u64) -> bool {
-    rtt_ms
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .is_some_and(|rtt| rtt < min_rtt_ms)
-}
-
 /// The encoding an answer's messages may use, from the client's accept list.
 pub fn negotiate(policy: &Policy, accept: Option<&str>) -> Encoding {
     ferry_compress::choose(accept, &policy.preference)
@@ -115,19 +99,6 @@ mod tests {
             e.message,
             "content-encoding \"br\" is not supported (supported: identity, gzip, zstd, snappy, s2)"
         );
-    }
-
-    #[test]
-    fn only_a_measured_near_client_is_near() {
-        assert!(too_near(Some("0"), 1));
-        assert!(too_near(Some(" 4 "), 5));
-        assert!(!too_near(Some("1"), 1));
-        assert!(!too_near(Some("40"), 1));
-        assert!(!too_near(Some("0"), 0), "0: compress at any distance");
-        assert!(!too_near(None, 1), "unknown distance (HTTP/3)");
-        assert!(!too_near(Some("-"), 1));
-        assert!(!too_near(Some(""), 1));
-        assert!(!too_near(Some("-3"), 1));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! | `compression.level` | `"fastest"` | `"fastest"` or `"default"` (gzip -1 or -6; zstd has only its fastest level here) |
 //! | `compression.envoy` | `[]` | codecs Envoy's own compressor filters (placed before this filter) apply to Connect unary answers; see below |
 //! | `compression.min_rtt_ms` | 5 | compress answers only for clients at least this many ms away (round trip, as Envoy measured the connection; see below); 0: at any distance |
+//! | `compression.near_networks` | `["127.0.0.0/8", "::1/128"]` | a client Envoy measured no round trip for (HTTP/3) is near when its address is in one of these (CIDR, or one address) |
 //!
 //! The same keys as Envoy YAML, with their defaults: README.md, "The filter's settings".
 //!
@@ -33,11 +34,13 @@
 //! send. Envoy tells the filter how far the client is in `x-ferry-client-rtt-ms` (the
 //! connection's last measured round trip in whole ms, from the HTTP connection
 //! manager's early header mutation, envoy/ferry.yaml); a client nearer than this gets
-//! identity answers, and Envoy's compressor is told `no-transform`. Without that header
-//! (HTTP/3: Envoy 1.40 measures no round trip for QUIC; an Envoy configured without it)
-//! the distance is unknown and answers are compressed as the client asks. Behind a proxy
-//! that ends the client's TCP connection (an L7 load balancer), Envoy measures its own
-//! hop to it: set 0.
+//! identity answers, and Envoy's compressor is told `no-transform`. Without a measure
+//! (HTTP/3: Envoy 1.40 measures no round trip for QUIC; an Envoy configured without the
+//! header) the client's address decides (`x-ferry-client-addr`, from the same mutation):
+//! one in `compression.near_networks` (by default this host) is near; any other is of
+//! unknown distance and its answers are compressed as it asks. 0 turns both off. Behind
+//! a proxy that ends the client's TCP connection (an L7 load balancer), Envoy measures
+//! its own hop to it: set 0. (`distance.rs`.)
 //!
 //! Requests are decompressed whatever they use among identity, gzip, zstd, snappy and
 //! s2, up to `max_request_bytes` of output.
@@ -57,13 +60,14 @@ use std::fmt;
 use ferry_compress::{Encoding, Level, Policy};
 use serde::Deserialize;
 
+use crate::distance::Distance;
 use crate::limits::{Limits, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 
 /// Upper bound for either limit: 1 GiB (a wasm32 VM has at most 4 GiB of memory, and a
 /// gRPC frame length is 32 bits).
 pub const MAX_LIMIT: u64 = 1 << 30;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
     pub limits: Limits,
     pub session_affinity: bool,
@@ -71,28 +75,10 @@ pub struct Config {
     pub compression: Policy,
     /// Codecs Envoy's compressor applies to Connect unary answers (`compression.envoy`).
     pub envoy_compression: Vec<Encoding>,
-    /// Answers are compressed only for clients at least this far, in ms of round trip
-    /// (`compression.min_rtt_ms`).
-    pub min_rtt_ms: u64,
+    /// Answers are compressed only for clients far enough (`compression.min_rtt_ms`,
+    /// `compression.near_networks`).
+    pub distance: Distance,
 }
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            limits: Limits::default(),
-            session_affinity: false,
-            compression: Policy::default(),
-            envoy_compression: Vec::new(),
-            min_rtt_ms: DEFAULT_MIN_RTT_MS,
-        }
-    }
-}
-
-/// `compression.min_rtt_ms`'s default: clients a few ms away at most (the same host,
-/// zone or region: fast links) get identity. Measured (loadtest/README.md
-/// "Compression"): at 1.8 ms and 1 Gbit/s gzip and zstd took 1.6–2.3× identity's time
-/// and S2 1.04×; at 42 ms and 20 Mbit/s they took 0.27–0.44× its time.
-pub const DEFAULT_MIN_RTT_MS: u64 = 5;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct ConfigError(String);
@@ -127,9 +113,22 @@ struct RawCompression {
     #[serde(default)]
     envoy: Vec<String>,
     min_rtt_ms: Option<u64>,
+    near_networks: Option<Vec<String>>,
 }
 
 impl RawCompression {
+    /// Which clients get identity answers (`compression.min_rtt_ms`, `near_networks`).
+    fn distance(&self) -> Result<Distance, ConfigError> {
+        let mut distance = Distance::default();
+        if let Some(ms) = self.min_rtt_ms {
+            distance.min_rtt_ms = ms;
+        }
+        if let Some(names) = &self.near_networks {
+            distance.near_networks = Distance::networks(names).map_err(ConfigError)?;
+        }
+        Ok(distance)
+    }
+
     /// The codecs Envoy compresses Connect unary answers with (`compression.envoy`).
     fn envoy(&self) -> Result<Vec<Encoding>, ConfigError> {
         codecs("compression.envoy", &self.envoy)
@@ -218,7 +217,7 @@ impl Config {
             },
             session_affinity: raw.session_affinity,
             envoy_compression: raw.compression.envoy()?,
-            min_rtt_ms: raw.compression.min_rtt_ms.unwrap_or(DEFAULT_MIN_RTT_MS),
+            distance: raw.compression.distance()?,
             compression: raw.compression.policy()?,
         })
     }
@@ -315,7 +314,7 @@ mod tests {
             session_affinity: false,
             compression: Policy::default(),
             envoy_compression: Vec::new(),
-            min_rtt_ms: 5,
+            distance: Distance::default(),
         };
         assert_eq!(Config::default(), defaults);
         assert_eq!(Config::parse(None).unwrap(), defaults);
@@ -358,7 +357,31 @@ mod tests {
         assert_eq!(c.compression.max_ratio, 0.5);
         assert_eq!(c.compression.level, Level::Default);
         let anywhere = Config::parse(Some(br#"{"compression": {"min_rtt_ms": 0}}"#)).unwrap();
-        assert_eq!(anywhere.min_rtt_ms, 0);
+        assert_eq!(anywhere.distance.min_rtt_ms, 0);
+        assert_eq!(
+            anywhere.distance.near_networks.len(),
+            2,
+            "the default networks"
+        );
+        let lan = Config::parse(Some(
+            br#"{"compression": {"near_networks": ["10.0.0.0/8", "fd00::1"]}}"#,
+        ))
+        .unwrap();
+        assert_eq!(lan.distance.min_rtt_ms, 5);
+        assert_eq!(
+            lan.distance.near_networks,
+            vec![
+                "10.0.0.0/8".parse().unwrap(),
+                "fd00::1/128".parse().unwrap()
+            ]
+        );
+        let e =
+            Config::parse(Some(br#"{"compression": {"near_networks": ["10/8"]}}"#)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("near_networks: \"10/8\" is not a network"),
+            "{e}"
+        );
         let off = Config::parse(Some(br#"{"compression": {"preference": []}}"#)).unwrap();
         assert!(off.compression.preference.is_empty());
         let envoy =

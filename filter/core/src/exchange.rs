@@ -33,6 +33,7 @@ use crate::affinity;
 use crate::compression;
 use crate::config::Config;
 use crate::connect_get;
+use crate::distance;
 use crate::early_data;
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, HeaderEdits, Reply};
@@ -59,8 +60,10 @@ pub struct RequestHead {
     pub grpc_timeout: Option<String>,
     /// `early-data`: Envoy's mark of a request received in HTTP/3 0-RTT.
     pub early_data: Option<String>,
-    /// `x-ferry-client-rtt-ms`: Envoy's measure of how far the client is.
+    /// `x-ferry-client-rtt-ms` and `x-ferry-client-addr`: how far the client is
+    /// ([`distance`]).
     pub client_rtt: Option<String>,
+    pub client_addr: Option<String>,
     /// The request came in as gRPC-Web (Envoy's grpc_web filter made it gRPC): the
     /// client's `x-grpc-web` header, or an `accept` naming gRPC-Web. For metrics only.
     pub grpc_web: bool,
@@ -96,7 +99,8 @@ impl RequestHead {
             encodings,
             grpc_timeout: get("grpc-timeout")?,
             early_data: get(early_data::HEADER)?,
-            client_rtt: get(compression::CLIENT_RTT_HEADER)?,
+            client_rtt: get(distance::CLIENT_RTT_HEADER)?,
+            client_addr: get(distance::CLIENT_ADDR_HEADER)?,
             grpc_web: get("x-grpc-web")?.is_some()
                 || get("accept")?.is_some_and(|a| a.contains("application/grpc-web")),
         })
@@ -326,7 +330,7 @@ struct Call {
     /// `compression.envoy`, accepted by the client); the answer leaves uncompressed,
     /// marked `no-transform` when it does not pay.
     envoy_encoding: Option<Encoding>,
-    /// The client is nearer than `compression.min_rtt_ms`: its answer goes
+    /// The client is too near for compression to pay ([`distance`]): its answer goes
     /// uncompressed, and Envoy's compressor is told so (`no-transform`).
     near: bool,
     /// The request came in early data (0-RTT) and its message decides whether it may
@@ -372,6 +376,11 @@ impl Exchange {
 
     fn limits(&self) -> Limits {
         self.settings.limits
+    }
+
+    fn too_near(&self, head: &RequestHead) -> bool {
+        let (rtt, addr) = (head.client_rtt.as_deref(), head.client_addr.as_deref());
+        self.settings.distance.too_near(rtt, addr)
     }
 
     // ----- request -----
@@ -532,7 +541,7 @@ impl Exchange {
         } else {
             compression::negotiate_envoy(&self.settings.envoy_compression, accept)
         };
-        let near = compression::too_near(head.client_rtt.as_deref(), self.settings.min_rtt_ms);
+        let near = self.too_near(head);
         let answer_encoding = match envoy_encoding {
             Some(_) => Encoding::Identity,
             None if near => Encoding::Identity,
@@ -631,7 +640,7 @@ impl Exchange {
             &self.settings.envoy_compression,
             head.encoding("accept-encoding"),
         );
-        call.near = compression::too_near(head.client_rtt.as_deref(), self.settings.min_rtt_ms);
+        call.near = self.too_near(head);
         self.state = State::Call(call);
         Ok(edits)
     }

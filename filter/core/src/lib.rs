@@ -25,6 +25,7 @@ pub mod codec;
 mod compression;
 pub mod config;
 mod connect_get;
+pub mod distance;
 mod early_data;
 pub mod envelope;
 pub mod errors;

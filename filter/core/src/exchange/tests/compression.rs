@@ -152,16 +152,17 @@ fn compressing_with(
     accept: (&'static str, &str),
     envoy: Vec<Encoding>,
 ) -> Exchange {
-    compressing_at(content_type, accept, envoy, None)
+    compressing_at(content_type, accept, envoy, (None, None))
 }
 
-/// [`compressing_with`], from a client `rtt_ms` away as Envoy measured it (`None`:
-/// unknown), under the default `compression.min_rtt_ms` (5).
+/// [`compressing_with`], from a client whose distance Envoy gave as `(round trip in
+/// ms, address)` (`None`: not given), under the default `compression.min_rtt_ms` (5)
+/// and `near_networks` (loopback).
 fn compressing_at(
     content_type: &str,
     accept: (&'static str, &str),
     envoy: Vec<Encoding>,
-    rtt_ms: Option<&str>,
+    (rtt_ms, addr): (Option<&str>, Option<&str>),
 ) -> Exchange {
     let mut ex = Exchange::new(std::rc::Rc::new(Config {
         limits: Limits {
@@ -173,6 +174,7 @@ fn compressing_at(
     }));
     let mut request = with_encoding(head(EXECUTE, content_type), accept.0, accept.1);
     request.client_rtt = rtt_ms.map(str::to_owned);
+    request.client_addr = addr.map(str::to_owned);
     let step = ex.on_request_headers(&request, false);
     assert!(
         matches!(
@@ -222,50 +224,59 @@ fn grpc_answers_are_compressed_per_message_when_it_pays() {
 }
 
 #[test]
-fn a_client_nearer_than_min_rtt_gets_identity_answers() {
+fn a_near_client_gets_identity_answers() {
     let answer = large_answer(25);
-    // gRPC accepting our codecs, 4 ms away: no grpc-encoding, the message flagged 0.
-    let near = Some("4");
-    let mut ex = compressing_at(
-        "application/grpc",
-        ("grpc-accept-encoding", "gzip, s2"),
-        vec![],
-        near,
-    );
-    let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
-    assert_eq!(edits.get("grpc-encoding"), None);
-    assert_eq!(
-        edit.body,
-        BodyEdit::Prepend(envelope::header(0, answer.len()).unwrap())
-    );
-    // Connect proto: the shim's answer passes as it is, nothing held.
-    let mut ex = compressing_at("application/proto", ("accept-encoding", "s2"), vec![], near);
-    let ResponseHeadersStep::Forward(edits) =
-        ex.on_response_headers(&response("200", "application/proto"), false)
-    else {
-        panic!("a near client's answer is not held for a sample")
-    };
-    assert_eq!(edits.get("content-encoding"), None);
-    assert_eq!(
-        ex.on_response_body(answer.len(), true),
-        ResponseBodyStep::Continue
-    );
-    // Connect JSON left to Envoy's zstd: transcoded, and Envoy is told to leave it.
-    let mut ex = compressing_at(
-        "application/json",
-        ("accept-encoding", "zstd"),
-        vec![Encoding::Zstd],
-        near,
-    );
-    let (edits, json) = streamed_json(&mut ex, &answer, 1000);
-    assert_eq!(edits.get("cache-control"), Some("no-transform"));
-    assert_eq!(edits.get("content-encoding"), None);
-    assert_eq!(
-        json_of(&json)["result"]["rows"].as_array().unwrap().len(),
-        25
-    );
-    // 5 ms or more away, or of unknown distance (HTTP/3): compressed as before.
-    for rtt in [Some("5"), Some("40"), None, Some("-")] {
+    // 4 ms away as measured (TCP), or on this host without a measure (HTTP/3 from
+    // loopback): no grpc-encoding, the message flagged 0.
+    for near in [(Some("4"), Some("192.0.2.1")), (None, Some("127.0.0.1"))] {
+        let mut ex = compressing_at(
+            "application/grpc",
+            ("grpc-accept-encoding", "gzip, s2"),
+            vec![],
+            near,
+        );
+        let (edits, edit) = respond(&mut ex, &response("200", "application/proto"), &answer);
+        assert_eq!(edits.get("grpc-encoding"), None);
+        assert_eq!(
+            edit.body,
+            BodyEdit::Prepend(envelope::header(0, answer.len()).unwrap())
+        );
+        // Connect proto: the shim's answer passes as it is, nothing held.
+        let mut ex = compressing_at("application/proto", ("accept-encoding", "s2"), vec![], near);
+        let ResponseHeadersStep::Forward(edits) =
+            ex.on_response_headers(&response("200", "application/proto"), false)
+        else {
+            panic!("a near client's answer is not held for a sample")
+        };
+        assert_eq!(edits.get("content-encoding"), None);
+        assert_eq!(
+            ex.on_response_body(answer.len(), true),
+            ResponseBodyStep::Continue
+        );
+        // Connect JSON left to Envoy's zstd: transcoded, and Envoy is told to leave it.
+        let mut ex = compressing_at(
+            "application/json",
+            ("accept-encoding", "zstd"),
+            vec![Encoding::Zstd],
+            near,
+        );
+        let (edits, json) = streamed_json(&mut ex, &answer, 1000);
+        assert_eq!(edits.get("cache-control"), Some("no-transform"));
+        assert_eq!(edits.get("content-encoding"), None);
+        assert_eq!(
+            json_of(&json)["result"]["rows"].as_array().unwrap().len(),
+            25
+        );
+    }
+    // 5 ms or more away (even from a near network: the measure decides), or of
+    // unknown distance (HTTP/3 from elsewhere): compressed as before.
+    for rtt in [
+        (Some("5"), None),
+        (Some("40"), Some("127.0.0.1")),
+        (None, None),
+        (Some("-"), Some("192.0.2.1")),
+        (None, Some("2001:db8::1")),
+    ] {
         let mut ex = compressing_at(
             "application/grpc",
             ("grpc-accept-encoding", "gzip, s2"),
