@@ -11,9 +11,14 @@
 //! upstream connection (`max_consecutive_inbound_frames_with_empty_payload`, 1 by
 //! default) and closes it as a flood past one in a row: two empty answers on one
 //! connection, each an empty frame before its END_STREAM, reset each other's streams.
-//! The END_STREAM frame stays apart from the last piece: Envoy's gRPC-Web text
-//! encoding of an error the filter converts waited for the idle timeout when the two
-//! came in one frame (seen in grpc_web.rs).
+//! The END_STREAM frame stays apart from the last piece: the filter adds a gRPC
+//! answer's trailers from the body's last callback, and Envoy 1.40 loses trailers added
+//! there when a later filter stops on that chunk, as its grpc_web filter does when it
+//! answers `grpc-web-text` (filter/core/src/exchange/stream.rs). With its own empty
+//! last chunk, the filter holds the end and adds them from a paused callback. Checked
+//! 2026-11-24 with this body ending on its last piece: a shim error converted for a
+//! `grpc-web-text` client (grpc_web.rs) came out unencoded and the stream hung until
+//! the idle timeout.
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use std::collections::VecDeque;
