@@ -8,7 +8,8 @@
 #   full              the shipped config, Connect JSON requests
 #   full-proto        the shipped config, Connect proto requests (no JSON work)
 #   no-client-rtt     full-proto without the early header mutation that gives the filter the
-#                     client's round trip (x-ferry-client-rtt-ms, compression.min_rtt_ms)
+#                     client's distance (x-ferry-client-rtt-ms and x-ferry-client-addr:
+#                     compression.min_rtt_ms, near_networks)
 #   no-access-log     full-proto without the access log
 #   no-ferry-filter   full-proto without the Ferry wasm filter (Envoy's other filters stay;
 #                     the request is already the shim's canonical form)
