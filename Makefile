@@ -62,6 +62,16 @@ validate: wasm
 	  "$$ENVOY" --mode validate -c "$$FERRY_RUN_DIR/validate.yaml" --disable-hot-restart -l error >/dev/null \
 	    && echo "valid: $$f" || { echo "INVALID: $$f"; exit 1; }; \
 	done
+	@# FERRY_COMPRESS_NEAR_NETWORKS reaches the filter's settings: a list loads, and an entry
+	@# that is no network is refused by the filter, by name, when Envoy loads it.
+	@source scripts/env.sh && v="$$FERRY_RUN_DIR/validate.yaml" && \
+	FERRY_COMPRESS_NEAR_NETWORKS="10.0.0.0/8, fd00::/8" scripts/render-envoy.sh envoy/ferry.yaml > "$$v" && \
+	grep -q 'near_networks: \["10.0.0.0/8", "fd00::/8"\]' "$$v" && \
+	"$$ENVOY" --mode validate -c "$$v" --disable-hot-restart -l error >/dev/null && \
+	FERRY_COMPRESS_NEAR_NETWORKS="999.0.0.0/8" scripts/render-envoy.sh envoy/ferry.yaml > "$$v" && \
+	if out=$$("$$ENVOY" --mode validate -c "$$v" --disable-hot-restart -l error 2>&1); then echo "INVALID: a bad near_networks loaded"; exit 1; fi && \
+	grep -q 'near_networks: "999.0.0.0/8" is not a network' <<<"$$out" && echo "valid: FERRY_COMPRESS_NEAR_NETWORKS (a list loads, a bad entry is refused)" \
+	  || { echo "INVALID: FERRY_COMPRESS_NEAR_NETWORKS"; exit 1; }
 	@# The Grafana dashboard against Grafana's own schema (observability/check: the Grafana
 	@# Foundation SDK's types, strictly; npm). Its metric names are checked in e2e.
 	@cd observability/check && npm ci --no-audit --no-fund --loglevel=error >/dev/null && node check.mjs schema ../grafana/ferry-dashboard.json

@@ -25,6 +25,17 @@ for o in "${origins[@]}"; do
     || { echo "render-envoy.sh: FERRY_CORS_ORIGINS: not an origin (scheme://host[:port]): $o" >&2; exit 2; }
   cors="${cors:+$cors, }{ exact: \"$o\" }"
 done
+# compression.near_networks (the filter's settings): FERRY_COMPRESS_NEAR_NETWORKS,
+# comma-separated, each an IPv4 or IPv6 address with an optional /prefix -> ["...", ...]
+# (the filter checks them fully when Envoy loads it).
+near=""
+IFS=', ' read -ra nets <<< "$FERRY_COMPRESS_NEAR_NETWORKS"
+for n in "${nets[@]}"; do
+  [ -n "$n" ] || continue
+  [[ "$n" =~ ^([0-9]{1,3}(\.[0-9]{1,3}){3}|[0-9A-Fa-f]*:[0-9A-Fa-f:.]*)(/[0-9]{1,3})?$ ]] \
+    || { echo "render-envoy.sh: FERRY_COMPRESS_NEAR_NETWORKS: not a network (such as 10.0.0.0/8 or ::1/128): $n" >&2; exit 2; }
+  near="${near:+$near, }\"$n\""
+done
 sed -E \
   -e "/# FERRY_ADMIN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_ADMIN_HOST, port_value: $FERRY_ADMIN_PORT/" \
   -e "/# FERRY_LISTEN\$/s/ address: [^,]+, port_value: [0-9]+/ address: $FERRY_HOST, port_value: $FERRY_PORT/" \
@@ -37,6 +48,7 @@ sed -E \
   -e "/# FERRY_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.pem#" \
   -e "/# FERRY_EARLY_DATA\$/s/enable_early_data: [a-z]+/enable_early_data: $FERRY_EARLY_DATA/" \
   -e "/# FERRY_COMPRESS_MIN_RTT_MS\$/s/min_rtt_ms: [0-9]+/min_rtt_ms: $FERRY_COMPRESS_MIN_RTT_MS/" \
+  -e "/# FERRY_COMPRESS_NEAR_NETWORKS\$/s#near_networks: \[.*\]#near_networks: [$near]#" \
   -e "/# FERRY_TICKET\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ticket.key#" \
   -e "/# FERRY_KEY\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/server.key#" \
   -e "/# FERRY_ENVOY_CLIENT_CERT\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/envoy-client.pem#" \
