@@ -26,13 +26,7 @@ enum Transport {
 
 /// (gateway name, its config): over the socket and over TCP.
 fn gateways() -> Vec<(&'static str, Config)> {
-    let cfg = cfg();
-    let tcp_port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
-        .expect("FERRY_E2E_TCP_PORT: the e2e gateway whose shim uses TCP (scripts/e2e.sh)")
-        .parse()
-        .expect("FERRY_E2E_TCP_PORT is a port");
-    let tcp = cfg.with_port(tcp_port);
-    vec![("socket", cfg), ("tcp", tcp)]
+    vec![("socket", cfg()), ("tcp", tcp_gateway())]
 }
 
 fn shim_os_user() -> String {

@@ -5,7 +5,7 @@
 //! keeps serving.
 mod common;
 
-use common::{cfg, execute, Way};
+use common::{cfg, execute, tcp_gateway, Way};
 use ferry_compress::Encoding;
 use ferry_e2e::connect::EXECUTE;
 use ferry_e2e::framed::{Outcome, Protocol, Shape, Transport, STREAM_EXECUTE};
@@ -154,17 +154,6 @@ async fn every_codec_round_trips_over_http3() {
     every_codec_round_trips(Transport::H3).await;
 }
 
-/// The e2e gateway whose settings are the shipped defaults for distance
-/// (`compression.min_rtt_ms` 5; scripts/e2e.sh sets 0 for the others, so their
-/// loopback clients get the codecs they ask for).
-fn default_distance_gateway() -> ferry_e2e::config::Config {
-    let port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
-        .expect("FERRY_E2E_TCP_PORT: the e2e gateway with the default min_rtt_ms (scripts/e2e.sh)")
-        .parse()
-        .expect("FERRY_E2E_TCP_PORT is a port");
-    cfg().with_port(port)
-}
-
 #[tokio::test]
 async fn a_client_on_loopback_gets_identity_answers() {
     // Envoy measures the TCP connection's round trip (0 ms here) and the filter, at
@@ -172,7 +161,9 @@ async fn a_client_on_loopback_gets_identity_answers() {
     // every shape's answer comes back identity (Envoy's zstd told `no-transform`),
     // byte-exact. HTTP/3 carries no measure in Envoy 1.40: there the client's address
     // decides, and loopback is in the default near_networks.
-    let cfg = default_distance_gateway();
+    // The TCP gateway keeps the shipped distance defaults (scripts/e2e.sh sets
+    // min_rtt_ms 0 for the others, so their loopback clients get what they ask for).
+    let cfg = tcp_gateway();
     let reference = text_rows().await;
     for transport in [Transport::H2, Transport::H3] {
         for codec in CODECS {

@@ -25,11 +25,7 @@ fn ssl_version(r: &ExecuteResponse) -> String {
 #[tokio::test]
 async fn the_tcp_gateway_reaches_mysql_over_verified_tls_the_socket_one_without() {
     let cfg = cfg();
-    let tcp_port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
-        .expect("FERRY_E2E_TCP_PORT")
-        .parse()
-        .expect("a port");
-    let over_tcp = ConnectClient::http2(&cfg.with_port(tcp_port))
+    let over_tcp = ConnectClient::http2(&tcp_gateway())
         .execute_proto(SSL_VERSION)
         .await;
     assert_eq!(ssl_version(&over_tcp), "TLSv1.3");

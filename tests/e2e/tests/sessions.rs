@@ -234,11 +234,7 @@ async fn tampered_forged_borrowed_and_expired_sessions_are_refused() {
     assert_eq!(count_rows(&t), 1);
 
     // Expired: the second gateway's sessions live 2 s.
-    let tcp_port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
-        .expect("FERRY_E2E_TCP_PORT")
-        .parse()
-        .expect("port");
-    let tcp = ConnectClient::http2(&cfg().with_port(tcp_port));
+    let tcp = ConnectClient::http2(&tcp_gateway());
     let post = |body: serde_json::Value| {
         let tcp = tcp.clone();
         let auth = auth.clone();

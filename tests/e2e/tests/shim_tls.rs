@@ -6,7 +6,7 @@
 //! sees the shim healthy and serves through it.
 mod common;
 
-use common::cfg;
+use common::{cfg, tcp_gateway};
 use ferry_e2e::connect::ConnectClient;
 use std::path::PathBuf;
 
@@ -89,11 +89,7 @@ async fn only_envoys_certificate_opens_the_shim() {
 
 #[tokio::test]
 async fn envoy_serves_through_the_tls_hop() {
-    let port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
-        .expect("FERRY_E2E_TCP_PORT (scripts/e2e.sh)")
-        .parse()
-        .expect("a port");
-    let gateway = cfg().with_port(port);
+    let gateway = tcp_gateway();
     let answer = ConnectClient::http2(&gateway)
         .execute_json("SELECT 6 * 7 AS answer")
         .await;

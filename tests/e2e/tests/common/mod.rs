@@ -15,6 +15,17 @@ pub fn cfg() -> Config {
     Config::from_env()
 }
 
+/// The e2e TCP gateway (scripts/e2e.sh `tcp_gateway`): its shim reaches MariaDB over
+/// verified TLS on TCP, Envoy reaches the shim over mutual TLS, its sessions expire
+/// after 2 s, and it keeps the shipped distance defaults for compression.
+pub fn tcp_gateway() -> Config {
+    let port: u16 = std::env::var("FERRY_E2E_TCP_PORT")
+        .expect("FERRY_E2E_TCP_PORT: the e2e TCP gateway (scripts/e2e.sh)")
+        .parse()
+        .expect("FERRY_E2E_TCP_PORT is a port");
+    cfg().with_port(port)
+}
+
 /// A table name no other test (or earlier run) uses.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
