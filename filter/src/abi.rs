@@ -66,6 +66,9 @@ extern "C" {
     fn proxy_define_metric(kind: u32, name: *const u8, name_size: usize, id: *mut u32) -> u32;
     fn proxy_increment_metric(id: u32, offset: i64) -> u32;
     fn proxy_record_metric(id: u32, value: u64) -> u32;
+    fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
+    fn proxy_set_effective_context(context_id: u32) -> u32;
+    fn proxy_continue_stream(stream: u32) -> u32;
 }
 
 /// The host's status word; a value this ABI does not define is an internal failure.
@@ -247,6 +250,21 @@ pub(crate) fn increment_metric(id: u32, offset: i64) -> Result<(), Status> {
 pub(crate) fn record_metric(id: u32, value: u64) -> Result<(), Status> {
     // SAFETY: no pointers.
     status(unsafe { proxy_record_metric(id, value) })
+}
+
+pub(crate) fn set_tick_period(millis: u32) -> Result<(), Status> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_set_tick_period_milliseconds(millis) })
+}
+
+pub(crate) fn set_effective_context(context: u32) -> Result<(), Status> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_set_effective_context(context) })
+}
+
+pub(crate) fn continue_request() -> Result<(), Status> {
+    // SAFETY: no pointers.
+    status(unsafe { proxy_continue_stream(StreamType::HttpRequest as u32) })
 }
 
 #[cfg(test)]

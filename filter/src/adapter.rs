@@ -66,9 +66,10 @@ pub(crate) fn configure<H: Host>(host: &mut H) -> Option<Config> {
     match parsed {
         Ok(config) => {
             log::info!(
-                "{:?}, session affinity {}",
+                "{:?}, session affinity {}, header hold {}",
                 config.limits,
-                if config.session_affinity { "on" } else { "off" }
+                if config.session_affinity { "on" } else { "off" },
+                config.header_hold.name()
             );
             Some(config)
         }
@@ -438,6 +439,13 @@ fn apply_response_edit<H: Host>(
         BodyEdit::Prepend(header) => host
             .set_body(Body::Response, 0, 0, header)
             .map_err(failed("set_buffer(prepend to response body)"))?,
+        // Envoy appends what is set from at or past the body's end.
+        BodyEdit::Wrap(header, end) => {
+            host.set_body(Body::Response, 0, 0, header)
+                .map_err(failed("set_buffer(prepend to response body)"))?;
+            host.set_body(Body::Response, WHOLE_BODY, 0, end)
+                .map_err(failed("set_buffer(append to response body)"))?;
+        }
         BodyEdit::Replace(body) => host
             .set_body(Body::Response, 0, body_size, body)
             .map_err(failed("set_buffer(response body)"))?,

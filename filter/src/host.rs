@@ -78,6 +78,13 @@ pub(crate) trait Host {
     fn increment_metric(&mut self, id: u32, offset: i64) -> Result<(), Status>;
     /// Records a histogram value.
     fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status>;
+    /// The root context's timer period (0: off).
+    fn set_tick_period(&mut self, millis: u32) -> Result<(), Status>;
+    /// From the root context: the stream `context` is the one later calls act on
+    /// (`NotFound` when it is gone).
+    fn enter_stream(&mut self, context: u32) -> Result<(), Status>;
+    /// Lets the entered stream's held request headers go on.
+    fn resume_request(&mut self) -> Result<(), Status>;
 }
 
 /// The proxy-wasm host (Envoy), through the SDK's `hostcalls`.
@@ -166,5 +173,18 @@ impl Host for ProxyWasmHost {
 
     fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status> {
         crate::abi::record_metric(id, value)
+    }
+
+    fn set_tick_period(&mut self, millis: u32) -> Result<(), Status> {
+        crate::abi::set_tick_period(millis)
+    }
+
+    fn enter_stream(&mut self, context: u32) -> Result<(), Status> {
+        crate::abi::set_effective_context(context)
+    }
+
+    // Envoy defers it until the VM call returns (a re-entrant continue).
+    fn resume_request(&mut self) -> Result<(), Status> {
+        crate::abi::continue_request()
     }
 }

@@ -25,6 +25,7 @@
 mod abi;
 mod adapter;
 mod header_map;
+mod hold;
 mod host;
 #[cfg(test)]
 mod mock_host;
@@ -39,6 +40,7 @@ use proxy_wasm::types::{Action, ContextType};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
+use ferry_filter_core::header_hold::Detector;
 
 use host::{Host, ProxyWasmHost};
 
@@ -57,6 +59,8 @@ struct Root {
     config: Rc<Config>,
     /// The metric ids of every label set seen, shared by every stream.
     metrics: Rc<RefCell<adapter::MetricIds>>,
+    /// What is known of the header hold (`hold.rs`), shared by every stream.
+    hold: Rc<RefCell<Detector>>,
 }
 
 impl Context for Root {}
@@ -65,6 +69,7 @@ impl RootContext for Root {
     fn on_configure(&mut self, _plugin_configuration_size: usize) -> bool {
         match adapter::configure(&mut ProxyWasmHost) {
             Some(config) => {
+                self.hold = Rc::new(RefCell::new(Detector::new(config.header_hold)));
                 self.config = Rc::new(config);
                 true
             }
@@ -72,11 +77,22 @@ impl RootContext for Root {
         }
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        let exchange = Exchange::new(Rc::clone(&self.config));
+    fn create_http_context(&self, context_id: u32) -> Option<Box<dyn HttpContext>> {
+        let known = self
+            .hold
+            .try_borrow()
+            .map(|d| d.state())
+            .unwrap_or_default();
+        let exchange = Exchange::new(Rc::clone(&self.config)).with_hold(known);
         let mut filter = Filter::new(exchange, ProxyWasmHost);
         filter.metrics = Rc::clone(&self.metrics);
+        filter.hold = Rc::clone(&self.hold);
+        filter.context_id = context_id;
         Some(Box::new(filter))
+    }
+
+    fn on_tick(&mut self) {
+        hold::on_tick(&mut ProxyWasmHost, &self.hold, self.config.session_affinity);
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -92,6 +108,10 @@ struct Filter<H> {
     metrics: Rc<RefCell<adapter::MetricIds>>,
     /// The stream's metrics are recorded (once: at `on_done` or `on_log`).
     counted: bool,
+    /// What is known of the header hold (the root's).
+    hold: Rc<RefCell<Detector>>,
+    /// This stream's context id (the root resumes held headers by it).
+    context_id: u32,
 }
 
 impl<H: Host> Filter<H> {
@@ -102,6 +122,8 @@ impl<H: Host> Filter<H> {
             timing: adapter::Timing::default(),
             metrics: Rc::default(),
             counted: false,
+            hold: Rc::default(),
+            context_id: 0,
         }
     }
 
@@ -147,6 +169,7 @@ impl<H: Host> Context for Filter<H> {
     /// HTTP/2 streams get it, HTTP/3 ones do not), but every stream ends here.
     fn on_done(&mut self) -> bool {
         self.count();
+        hold::done(&self.hold, self.context_id);
         true
     }
 }
@@ -159,16 +182,27 @@ impl<H: Host> HttpContext for Filter<H> {
             end_of_stream,
             &mut self.timing,
         );
-        self.settle(result)
+        let action = self.settle(result);
+        if action == Action::Pause {
+            hold::after_request_headers(
+                &mut self.host,
+                &self.hold,
+                self.context_id,
+                &self.exchange,
+            );
+        }
+        action
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        hold::before_request_body(&self.hold, self.context_id, &mut self.exchange);
         let result =
             adapter::on_request_body(&mut self.host, &mut self.exchange, body_size, end_of_stream);
         self.settle(result)
     }
 
     fn on_http_request_trailers(&mut self, _num_trailers: usize) -> Action {
+        hold::before_request_body(&self.hold, self.context_id, &mut self.exchange);
         let result = adapter::on_request_trailers(&mut self.host, &mut self.exchange);
         self.settle(result)
     }

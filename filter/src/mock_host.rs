@@ -249,6 +249,14 @@ pub(crate) struct MockHost {
     pub metrics: Vec<(String, MetricType)>,
     pub counters: Vec<(u32, i64)>,
     pub records: Vec<(u32, u64)>,
+    /// The root's timer period (ms), as last set.
+    pub tick_period: Option<u32>,
+    /// `request.total_size` of each stream the root may enter (others are gone).
+    pub streams: Vec<(u32, u64)>,
+    /// The stream the root entered, if any.
+    pub entered: Option<u32>,
+    /// Streams whose held request headers the root resumed.
+    pub resumed: Vec<u32>,
 }
 
 impl MockHost {
@@ -592,6 +600,12 @@ impl Host for MockHost {
 
     fn property(&mut self, path: &[&str]) -> Result<Option<Vec<u8>>, Status> {
         let key = path.join(".");
+        if let Some(context) = self.entered {
+            let size = self.streams.iter().find(|(c, _)| *c == context);
+            if key == "request.total_size" {
+                return Ok(size.map(|(_, n)| n.to_le_bytes().to_vec()));
+            }
+        }
         Ok(self
             .properties
             .iter()
@@ -626,6 +640,29 @@ impl Host for MockHost {
         }
         self.records.push((id, value));
         Ok(())
+    }
+
+    fn set_tick_period(&mut self, millis: u32) -> Result<(), Status> {
+        self.tick_period = Some(millis);
+        Ok(())
+    }
+
+    fn enter_stream(&mut self, context: u32) -> Result<(), Status> {
+        if !self.streams.iter().any(|(c, _)| *c == context) {
+            return Err(Status::NotFound);
+        }
+        self.entered = Some(context);
+        Ok(())
+    }
+
+    fn resume_request(&mut self) -> Result<(), Status> {
+        match self.entered {
+            Some(context) => {
+                self.resumed.push(context);
+                Ok(())
+            }
+            None => Err(Status::NotFound),
+        }
     }
 
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status> {

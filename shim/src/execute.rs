@@ -124,6 +124,9 @@ struct SessionOut<'a> {
     creds: &'a Credentials,
     id: SessionId,
     base: vtgate::Session,
+    /// The client's own signature (verified), for answers that hand the session back
+    /// exactly as it came.
+    signature: Vec<u8>,
 }
 
 impl SessionOut<'_> {
@@ -174,6 +177,15 @@ impl SessionOut<'_> {
     fn fresh(&self) -> Session {
         self.seal(false, false, true, None)
     }
+
+    /// The session exactly as the client sent it (not sealed again: it names its
+    /// holder, which another shim must not replace with itself).
+    fn as_received(&self) -> Session {
+        Session {
+            signature: self.signature.clone(),
+            vitess_session: Some(self.base.clone()),
+        }
+    }
 }
 
 fn fresh_vitess() -> vtgate::Session {
@@ -195,6 +207,7 @@ pub async fn create_session(
         creds,
         id: random(),
         base: fresh_vitess(),
+        signature: Vec::new(),
     };
     Ok(CreateSessionResponse {
         branch: app.pools.database().to_owned(),
@@ -349,6 +362,7 @@ impl AsIs {
             creds,
             id: self.id,
             base: self.base,
+            signature: Vec::new(),
         };
         out.seal(self.pinned, in_txn, autocommit, None)
     }
@@ -726,6 +740,11 @@ fn open<'a>(
     let out = SessionOut {
         app,
         creds,
+        signature: if opened.is_ok() {
+            session.signature
+        } else {
+            Vec::new()
+        },
         id: match &opened {
             Ok(Some(t)) => t.id,
             _ => random(),
@@ -787,6 +806,17 @@ async fn connect(
                 // concurrent requests): nothing is pinned, run it unpinned.
                 Some(Ended::Released) => pooled(out, sql, params, verdict).await,
                 Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &sql, &why))),
+                // Pinned in another shim, and Envoy brought it here: session affinity
+                // is not at work on this gateway. Nothing runs; the session is kept
+                // (the transaction is still open there).
+                None if t.instance != app.instance && app.sealer.held_elsewhere(&t.holder) => {
+                    crate::log!(
+                        Level::Warn,
+                        "pinned session of another shim",
+                        user = out.creds.user
+                    );
+                    Ok(answered(out.as_received(), misrouted()))
+                }
                 None => {
                     let why = if t.instance == app.instance {
                         "the gateway no longer holds it"
@@ -901,6 +931,7 @@ pub async fn run(
         creds,
         id,
         base,
+        signature: Vec::new(),
     };
     let answer = match source {
         Source::Pinned { token, state } => {
@@ -1203,6 +1234,14 @@ fn lost(out: &SessionOut<'_>, t: &Token, sql: &str, why: &str) -> ExecuteRespons
         error: Some(rpc_error(Code::Aborted, message)),
         timing: 0.0,
     }
+}
+
+/// A pinned session that reached a shim other than its holder.
+fn misrouted() -> RpcError {
+    rpc_error(
+        Code::Unavailable,
+        "this session is pinned to another shim (an open transaction or session state), and this gateway did not route the request there: session affinity needs Envoy to hold request headers for the Ferry filter (allow_on_headers_stop_iteration) and its stateful_session filter; nothing was executed, the session is unchanged",
+    )
 }
 
 fn pin_error(e: &PinError) -> RpcError {

@@ -132,6 +132,11 @@ impl Sealer {
         self
     }
 
+    /// Whether a token names another shim as its holder (a session pinned there).
+    pub fn held_elsewhere(&self, token_holder: &str) -> bool {
+        !token_holder.is_empty() && token_holder.as_bytes() != self.holder.as_slice()
+    }
+
     /// A key of this process only: sessions do not survive a restart and are
     /// not shared with other shims (used when no key file is configured).
     pub fn ephemeral(ttl: Duration) -> Sealer {

@@ -8,6 +8,7 @@
 //! | `max_request_bytes` | 8388608 (8 MiB) | largest request body (framing included) |
 //! | `max_response_bytes` | 67108864 (64 MiB) | largest response body from the shim |
 //! | `session_affinity` | false | route a pinned session to the shim holding it (`affinity.rs`) |
+//! | `header_hold` | `"auto"` | `"auto"`: hold headers where Envoy allows it (detected, `header_hold.rs`); `"off"`: never (then `session_affinity` must be off) |
 //! | `compression.preference` | `["s2", "snappy", "gzip", "zstd"]` | codecs for answers, most preferred first; the first one the client accepts is used (`[]`: never compress) |
 //! | `compression.min_bytes` | 1024 | messages smaller than this go uncompressed |
 //! | `compression.sample_bytes` | 65536 | how much of a message's start is compressed to judge it |
@@ -47,8 +48,11 @@
 //!
 //! `session_affinity` holds the request headers of `Execute`/`CloseSession` until the
 //! body is read, which needs the wasm filter's `allow_on_headers_stop_iteration: true`
-//! in Envoy (without it such requests hang until Envoy's timeout), and Envoy's
-//! `stateful_session` filter (header `x-ferry-host`) after this one to act on it.
+//! in Envoy, and Envoy's `stateful_session` filter (header `x-ferry-host`) after this
+//! one to act on it. Where Envoy cannot hold headers (Istio's `WasmPlugin`, Envoy
+//! Gateway's `EnvoyExtensionPolicy`), `header_hold: "auto"` finds out from the first
+//! held request and goes on without (nothing hangs), and `"off"` never tries
+//! (`header_hold.rs`: what needs the hold and what replaces it).
 //!
 //! Limits must be between 1 and [`MAX_LIMIT`]. Unknown keys are errors (a typo must not
 //! silently keep a default). An absent or empty configuration means all defaults.
@@ -61,6 +65,7 @@ use ferry_compress::{Encoding, Level, Policy};
 use serde::Deserialize;
 
 use crate::distance::Distance;
+use crate::header_hold::Setting as HeaderHold;
 use crate::limits::{Limits, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_MAX_RESPONSE_BYTES};
 
 /// Upper bound for either limit: 1 GiB (a wasm32 VM has at most 4 GiB of memory, and a
@@ -71,6 +76,8 @@ pub const MAX_LIMIT: u64 = 1 << 30;
 pub struct Config {
     pub limits: Limits,
     pub session_affinity: bool,
+    /// Whether headers may be held (`header_hold`).
+    pub header_hold: HeaderHold,
     /// When and how answers are compressed.
     pub compression: Policy,
     /// Codecs Envoy's compressor applies to Connect unary answers (`compression.envoy`).
@@ -98,6 +105,7 @@ struct Raw {
     max_response_bytes: u64,
     #[serde(default)]
     session_affinity: bool,
+    header_hold: Option<String>,
     #[serde(default)]
     compression: RawCompression,
 }
@@ -210,12 +218,26 @@ impl Config {
             ));
         }
         let raw: Raw = serde_json::from_value(value).map_err(invalid)?;
+        let header_hold = match raw.header_hold.as_deref() {
+            None => HeaderHold::default(),
+            Some(name) => HeaderHold::parse(name).ok_or_else(|| {
+                ConfigError(format!(
+                    "header_hold must be \"auto\" or \"off\", not {name:?}"
+                ))
+            })?,
+        };
+        if raw.session_affinity && header_hold == HeaderHold::Off {
+            return Err(ConfigError(
+                "session_affinity needs the header hold: with header_hold \"off\" set session_affinity to false (a pinned session that reaches another shim is then refused by it)".into(),
+            ));
+        }
         Ok(Config {
             limits: Limits {
                 max_request_bytes: limit("max_request_bytes", raw.max_request_bytes)?,
                 max_response_bytes: limit("max_response_bytes", raw.max_response_bytes)?,
             },
             session_affinity: raw.session_affinity,
+            header_hold,
             envoy_compression: raw.compression.envoy()?,
             distance: raw.compression.distance()?,
             compression: raw.compression.policy()?,
@@ -312,6 +334,7 @@ mod tests {
                 max_response_bytes: 67_108_864,
             },
             session_affinity: false,
+            header_hold: HeaderHold::Auto,
             compression: Policy::default(),
             envoy_compression: Vec::new(),
             distance: Distance::default(),
@@ -476,6 +499,76 @@ mod tests {
         assert_eq!(yaml_float("fastest"), None);
         assert_eq!(yaml_float("inf"), None);
         assert_eq!(yaml_float("e1"), None);
+    }
+
+    /// A JSON configuration as Envoy 1.40 hands over the same keys written as YAML
+    /// under a `google.protobuf.Struct`: integers as doubles, other numbers as strings.
+    fn as_envoy_struct(json: &serde_json::Value) -> Vec<u8> {
+        use prost::Message;
+        use prost_types::{value::Kind, ListValue, Struct, Value};
+        fn value(json: &serde_json::Value) -> Value {
+            let kind = match json {
+                serde_json::Value::Null => Kind::NullValue(0),
+                serde_json::Value::Bool(b) => Kind::BoolValue(*b),
+                serde_json::Value::Number(n) if n.is_f64() => Kind::StringValue(n.to_string()),
+                serde_json::Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap()),
+                serde_json::Value::String(s) => Kind::StringValue(s.clone()),
+                serde_json::Value::Array(a) => Kind::ListValue(ListValue {
+                    values: a.iter().map(value).collect(),
+                }),
+                serde_json::Value::Object(o) => Kind::StructValue(Struct {
+                    fields: o.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
+                }),
+            };
+            Value { kind: Some(kind) }
+        }
+        let Some(Kind::StructValue(s)) = value(json).kind else {
+            panic!("an object")
+        };
+        s.encode_to_vec()
+    }
+
+    /// Istio's WasmPlugin and Envoy Gateway hand the configuration as a JSON string
+    /// (`google.protobuf.StringValue`); our own configs as a Struct. Same keys, same
+    /// results, and the same message for every mistake.
+    #[test]
+    fn a_json_string_and_a_struct_read_alike_and_fail_alike() {
+        let cases = [
+            r#"{}"#,
+            r#"{"header_hold": "off", "session_affinity": false}"#,
+            r#"{"header_hold": "auto", "session_affinity": true, "max_request_bytes": 1048576}"#,
+            r#"{"compression": {"envoy": ["zstd"], "min_rtt_ms": 5, "near_networks": ["127.0.0.0/8", "::1/128"], "max_ratio": 0.75}}"#,
+            // Mistakes.
+            r#"{"header_hold": "on"}"#,
+            r#"{"header_hold": "off", "session_affinity": true}"#,
+            r#"{"max_requests_bytes": 8}"#,
+            r#"{"compression": {"prefrence": ["gzip"]}}"#,
+            r#"{"compression": {"preference": ["brotli"]}}"#,
+            r#"{"compression": {"near_networks": ["10/8"]}}"#,
+            r#"{"max_response_bytes": 0}"#,
+            r#"{"session_affinity": "yes"}"#,
+        ];
+        let mut errors = 0;
+        for case in cases {
+            let json: serde_json::Value = serde_json::from_str(case).unwrap();
+            let from_string = Config::parse(Some(case.as_bytes()));
+            let from_struct = Config::parse(Some(&as_envoy_struct(&json)));
+            assert_eq!(from_string, from_struct, "{case}");
+            errors += usize::from(from_string.is_err());
+        }
+        assert_eq!(errors, 8, "every mistake is refused");
+        let off = Config::parse(Some(br#"{"header_hold": "off"}"#)).unwrap();
+        assert_eq!(off.header_hold, HeaderHold::Off);
+        let e = Config::parse(Some(br#"{"header_hold": "on"}"#)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "header_hold must be \"auto\" or \"off\", not \"on\""
+        );
+        let e = Config::parse(Some(br#"{"max_requests_bytes": 8}"#)).unwrap_err();
+        assert!(
+            e.to_string().contains("unknown field `max_requests_bytes`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@ mod request;
 mod response;
 mod stream;
 mod unary_stream;
+mod web;
 
 use ferry_compress::Encoding;
 
@@ -36,10 +37,12 @@ use crate::connect_get;
 use crate::distance;
 use crate::early_data;
 use crate::errors::{Code, Rejection};
+use crate::header_hold::Hold;
 use crate::http::{Header, HeaderEdits, Reply};
 use crate::limits::{content_length, Limits};
 use crate::lost;
 use crate::metrics;
+use crate::protocol::grpc_web::Answer as WebAnswer;
 use crate::protocol::{self, connect, Client, Codec, Detected};
 use crate::route_class::{self, Class};
 use crate::rpc::{self, Rpc};
@@ -64,9 +67,12 @@ pub struct RequestHead {
     /// ([`distance`]).
     pub client_rtt: Option<String>,
     pub client_addr: Option<String>,
-    /// The request came in as gRPC-Web (Envoy's grpc_web filter made it gRPC): the
-    /// client's `x-grpc-web` header, or an `accept` naming gRPC-Web. For metrics only.
+    /// The request came in as gRPC-Web and Envoy's grpc_web filter made it gRPC: the
+    /// client's `x-grpc-web` header, or an `accept` naming gRPC-Web. For metrics only
+    /// (gRPC-Web this filter serves itself is known from its content type).
     pub grpc_web: bool,
+    /// `accept`: a gRPC-Web client served here asks for a text answer with it.
+    pub accept: Option<String>,
 }
 
 /// The encoding headers of every client protocol, read into [`RequestHead::encodings`].
@@ -103,6 +109,7 @@ impl RequestHead {
             client_addr: get(distance::CLIENT_ADDR_HEADER)?,
             grpc_web: get("x-grpc-web")?.is_some()
                 || get("accept")?.is_some_and(|a| a.contains("application/grpc-web")),
+            accept: get("accept")?,
         })
     }
 
@@ -237,6 +244,9 @@ pub enum BodyEdit {
     /// Put these bytes in front of the body (an envelope header: the body itself never
     /// enters the VM).
     Prepend([u8; crate::envelope::HEADER_LEN]),
+    /// Put the envelope header in front of the body and these bytes after it (a
+    /// gRPC-Web trailer frame): the body itself never enters the VM either.
+    Wrap([u8; crate::envelope::HEADER_LEN], Vec<u8>),
     Replace(Vec<u8>),
 }
 
@@ -292,9 +302,15 @@ const REMOVED_REQUEST_HEADERS: &[&str] = &[
 
 pub struct Exchange {
     settings: std::rc::Rc<Config>,
+    /// Whether headers may be held ([`crate::header_hold`]).
+    hold: Hold,
     state: State,
     /// What the metrics need, kept after the call is answered.
     observed: Observed,
+    /// The content type of the filter's own body-less local reply, which Envoy drops
+    /// when it does not take the request for gRPC (gRPC-Web's trailers-only answers):
+    /// put back as the reply passes this filter's response callback.
+    reply_type: Option<String>,
 }
 
 /// What one exchange's metrics are made of, gathered as it goes.
@@ -338,6 +354,8 @@ struct Call {
     replay_check: Option<early_data::Check>,
     /// The request headers are held until the session in the body is read.
     hold: bool,
+    /// The answer's headers may be held (the hold is known to work).
+    response_hold: bool,
     /// The request was routed to the shim holding its session.
     pinned: bool,
     /// What its answer needs if that shim is gone (small requests only).
@@ -369,8 +387,30 @@ impl Exchange {
     pub fn new(settings: std::rc::Rc<Config>) -> Self {
         Exchange {
             settings,
+            hold: Hold::Works,
             state: State::New,
             observed: Observed::default(),
+            reply_type: None,
+        }
+    }
+
+    /// The same exchange under what is known of the header hold (by default it works).
+    pub fn with_hold(mut self, hold: Hold) -> Self {
+        self.hold = hold;
+        self
+    }
+
+    /// The request headers are held (until [`Exchange::route_request`] decides).
+    pub fn request_held(&self) -> bool {
+        matches!(&self.state, State::Call(call) if call.hold)
+    }
+
+    /// The host let the held request headers go on without a decision (Envoy does not
+    /// hold headers for this filter after all): nothing may edit them any more, and
+    /// the request goes where Envoy routes it without a class or a holder.
+    pub fn release_request_headers(&mut self) {
+        if let State::Call(call) = &mut self.state {
+            call.hold = false;
         }
     }
 
@@ -433,12 +473,17 @@ impl Exchange {
             && call.replay_check.is_none();
         // Held until the body is read: for the session (affinity) and for the statement
         // (`x-ferry-class`); both decide the route, which Envoy picks once they go on.
+        // Without the hold (`header_hold`), a request goes on at once as `write`: the
+        // primary, never retried.
         let classified = route_class::by_statement(call.rpc.name);
+        call.response_hold = self.hold.response();
         call.hold = !end_of_stream
+            && self.hold.request()
             && (classified || (self.settings.session_affinity && call.rpc.carries_session));
         if !call.hold {
-            // Decided now: no statement to read (another RPC, or no body at all).
-            let class = if classified {
+            // Decided now: no statement to read (another RPC, no body at all, or no
+            // hold to read it in).
+            let class = if classified && end_of_stream {
                 route_class::of_execute(&[])
             } else {
                 Class::Write
@@ -480,7 +525,11 @@ impl Exchange {
     /// client's shape once its protocol is known (a gRPC client asking for an unknown
     /// path gets gRPC status 12).
     fn accept(&self, head: &RequestHead) -> Result<Box<Call>, Reply> {
-        let detected = protocol::detect(head.content_type.as_deref());
+        let detected = match protocol::detect(head.content_type.as_deref()) {
+            // gRPC-Web's answer form depends on `accept`.
+            Detected::Served(client) => Detected::Served(client.answering(head.accept.as_deref())),
+            other => other,
+        };
         let reject = |rejection: Rejection| match detected {
             Detected::Served(client) => client.reply(&rejection),
             Detected::NotServed(_) | Detected::Unknown => connect::error_reply(&rejection),
@@ -636,6 +685,7 @@ impl Exchange {
         // replay), so there is nothing to route back to a shim.
         let mut call = call;
         call.get_message = Some(message);
+        call.response_hold = self.hold.response();
         call.envoy_encoding = compression::negotiate_envoy(
             &self.settings.envoy_compression,
             head.encoding("accept-encoding"),
@@ -799,7 +849,12 @@ impl Exchange {
     ) -> ResponseHeadersStep {
         let settings = self.settings.clone();
         let State::Call(call) = &mut self.state else {
-            return ResponseHeadersStep::Forward(HeaderEdits::default());
+            // The filter's own local reply on its way out (or no call at all).
+            let mut edits = HeaderEdits::default();
+            if let (Some(content_type), None) = (self.reply_type.take(), &head.content_type) {
+                edits.set.push(("content-type", content_type));
+            }
+            return ResponseHeadersStep::Forward(edits);
         };
         self.observed.target = metrics::target(head.target.as_deref());
         self.observed.code = answer_code(head, call.client);
@@ -810,9 +865,14 @@ impl Exchange {
         } else {
             None
         };
+        let web = call.client.wire.web_answer();
         let step = match unanswered {
             Some(rejection) => ResponseHeadersStep::Reply(call.client.reply(&rejection)),
             None => call.on_response_headers(head, end_of_stream, &settings),
+        };
+        let step = match web {
+            Some(answer) => web::headers(answer, step),
+            None => step,
         };
         if let ResponseHeadersStep::Reply(reply) = &step {
             self.observed.code = metrics::reply_code(reply);
@@ -824,6 +884,10 @@ impl Exchange {
     /// Notes the code of a local reply the host sent (the call's outcome).
     pub fn note_reply(&mut self, reply: &Reply) {
         self.observed.code = metrics::reply_code(reply);
+        self.reply_type = reply
+            .header("content-type")
+            .filter(|_| reply.body.is_empty())
+            .map(str::to_owned);
     }
 
     /// Notes a trailer the filter added to the answer (`grpc-status` is the outcome).
@@ -855,6 +919,8 @@ impl Exchange {
     /// Records the RPC and client of the call for its metrics.
     fn observe(&mut self, rpc: &'static Rpc, client: Client, grpc_web: bool) {
         let grpc = client.name.starts_with("grpc");
+        // Through Envoy's grpc_web filter, or served here.
+        let grpc_web = grpc_web || client.wire.web_answer().is_some();
         self.observed.rpc = Some(rpc.name);
         self.observed.protocol = match (grpc, grpc_web) {
             (true, true) => "grpc_web",
@@ -874,7 +940,9 @@ impl Exchange {
         let State::Call(call) = &mut self.state else {
             return ResponseBodyStep::Continue;
         };
+        let web = call.client.wire.web_answer();
         let step = call.on_response_body(body_size, end_of_stream, &settings);
+        let step = self.web_body(web, step);
         if matches!(
             step,
             ResponseBodyStep::Reset(_) | ResponseBodyStep::Reply(_)
@@ -890,7 +958,9 @@ impl Exchange {
         let State::Call(call) = &mut self.state else {
             return ResponseBodyStep::Continue;
         };
+        let web = call.client.wire.web_answer();
         let step = call.on_response_trailers(&settings);
+        let step = self.web_body(web, step);
         if matches!(step, ResponseBodyStep::Reset(_)) {
             self.state = State::Answered;
         }
@@ -904,11 +974,45 @@ impl Exchange {
         let State::Call(call) = &mut self.state else {
             return Ok(ResponseEdit::default());
         };
+        let web = call.client.wire.web_answer();
         let result = call.finish_response(body, &settings);
+        let result = self.web_edit(web, result);
         if result.is_err() {
             self.state = State::Answered;
         }
         result
+    }
+
+    /// A body step of a gRPC-Web answer served here ([`web`]); its status is noted
+    /// first, as its trailers become body bytes.
+    fn web_body(&mut self, web: Option<WebAnswer>, step: ResponseBodyStep) -> ResponseBodyStep {
+        let Some(answer) = web else {
+            return step;
+        };
+        if let ResponseBodyStep::Finish(edit) = &step {
+            self.note_trailers(&edit.trailers);
+        }
+        web::body(answer, step)
+    }
+
+    /// The edit of a gRPC-Web answer served here ([`web`]), as [`Exchange::web_body`].
+    fn web_edit(
+        &mut self,
+        web: Option<WebAnswer>,
+        result: Result<ResponseEdit, Reset>,
+    ) -> Result<ResponseEdit, Reset> {
+        let Some(answer) = web else {
+            return result;
+        };
+        let edit = result?;
+        self.note_trailers(&edit.trailers);
+        web::edit(answer, edit)
+    }
+
+    fn note_trailers(&mut self, trailers: &[Header]) {
+        for (name, value) in trailers {
+            self.note_trailer(name, value);
+        }
     }
 
     /// An internal error answer for when the host fails mid-exchange; `None` if the
@@ -969,6 +1073,7 @@ impl Call {
             near: false,
             replay_check: None,
             hold: false,
+            response_hold: false,
             pinned: false,
             lost: None,
             request,

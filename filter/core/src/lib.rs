@@ -30,6 +30,7 @@ mod early_data;
 pub mod envelope;
 pub mod errors;
 pub mod exchange;
+pub mod header_hold;
 pub mod http;
 pub mod limits;
 pub mod lost;

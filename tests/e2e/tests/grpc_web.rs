@@ -1,14 +1,17 @@
-//! gRPC-Web against the real stack: Envoy's grpc_web filter (envoy/ferry.yaml) in front
-//! of the Ferry filter turns `application/grpc-web[+proto]` and `-text` (base64) into
-//! gRPC and the answer back, with the status in a trailer frame (flag 0x80) at the end
-//! of the body, never in HTTP trailers. Unary and server streaming, binary and text,
+//! gRPC-Web against the real stack, whatever the order of Envoy's filters: on the
+//! stack's own gateway Envoy's grpc_web filter (envoy/ferry.yaml) in front of the Ferry
+//! filter turns `application/grpc-web[+proto]` and `-text` (base64) into gRPC and the
+//! answer back; on the gateways listed in `FERRY_E2E_GRPC_WEB_PORTS` (grpc_web after the
+//! Ferry filter, as Istio and Envoy Gateway place it, or absent) the Ferry filter serves
+//! gRPC-Web itself. Either way: the status in a trailer frame (flag 0x80) at the end of
+//! the body, never in HTTP trailers. Unary and server streaming, binary and text,
 //! HTTP/2 and HTTP/3, successes and errors (from the shim, and the filter's own
 //! trailers-only answers, which stay in the headers as the gRPC-Web spec allows).
 mod common;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use common::cfg;
+use common::grpc_web_gateways;
 use ferry_e2e::config::{basic_auth, Config};
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
 use ferry_e2e::framed::{Transport, STREAM_EXECUTE};
@@ -22,6 +25,8 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STA
 /// How a gRPC-Web client sends and what it asks back.
 #[derive(Clone, Copy, Debug)]
 struct Web {
+    /// The gateway's port.
+    port: u16,
     content_type: &'static str,
     /// `accept: application/grpc-web-text`: the answer in base64.
     text_answer: bool,
@@ -37,11 +42,12 @@ const FORMS: &[(&str, bool)] = &[
     ("application/grpc-web-text", false),
 ];
 
-fn every_web() -> Vec<Web> {
+fn every_web(cfg: &Config) -> Vec<Web> {
     let mut out = Vec::new();
     for transport in [Transport::H2, Transport::H3] {
         for &(content_type, text_answer) in FORMS {
             out.push(Web {
+                port: cfg.port,
                 content_type,
                 text_answer,
                 transport,
@@ -87,6 +93,7 @@ impl Outcome {
 }
 
 async fn call(web: Web, cfg: &Config, path: &str, auth: Option<&str>, message: &[u8]) -> Outcome {
+    assert_eq!(web.port, cfg.port, "a form of this gateway");
     let mut frame = vec![0];
     frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
     frame.extend_from_slice(message);
@@ -194,12 +201,17 @@ fn request(query: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn execute_answers_with_its_status_in_a_trailer_frame() {
-    let cfg = cfg();
+    for cfg in grpc_web_gateways() {
+        execute_answers(&cfg).await;
+    }
+}
+
+async fn execute_answers(cfg: &Config) {
     let auth = cfg.basic_auth();
-    for web in every_web() {
+    for web in every_web(cfg) {
         let o = call(
             web,
-            &cfg,
+            cfg,
             EXECUTE,
             Some(&auth),
             &request("SELECT 1 AS a, 'x' AS b"),
@@ -220,7 +232,12 @@ async fn execute_answers_with_its_status_in_a_trailer_frame() {
 
 #[tokio::test]
 async fn stream_execute_streams_then_ends_with_a_trailer_frame() {
-    let cfg = cfg();
+    for cfg in grpc_web_gateways() {
+        stream_execute_streams(&cfg).await;
+    }
+}
+
+async fn stream_execute_streams(cfg: &Config) {
     let auth = cfg.basic_auth();
     // Enough rows for several of the shim's chunks (recursive CTEs stop at 1,000
     // iterations in MariaDB: two of them, crossed).
@@ -232,8 +249,8 @@ async fn stream_execute_streams_then_ends_with_a_trailer_frame() {
          (SELECT a.n * 1000 + b.n + 1 AS n FROM ({thousand}) a, ({thousand}) b) s \
          WHERE n <= {n} ORDER BY n"
     );
-    for web in every_web() {
-        let o = call(web, &cfg, STREAM_EXECUTE, Some(&auth), &request(&query)).await;
+    for web in every_web(cfg) {
+        let o = call(web, cfg, STREAM_EXECUTE, Some(&auth), &request(&query)).await;
         assert_eq!(o.status(), (0, String::new()), "{web:?}");
         let responses = o.responses();
         assert!(responses.len() > 2, "{web:?}: {} messages", responses.len());
@@ -258,25 +275,30 @@ async fn stream_execute_streams_then_ends_with_a_trailer_frame() {
 
 #[tokio::test]
 async fn errors_end_in_a_trailer_frame_or_trailers_only_headers() {
-    let cfg = cfg();
+    for cfg in grpc_web_gateways() {
+        errors_end(&cfg).await;
+    }
+}
+
+async fn errors_end(cfg: &Config) {
     let auth = cfg.basic_auth();
     let wrong = basic_auth(&cfg.user, "not-the-password");
-    for web in every_web() {
+    for web in every_web(cfg) {
         // The shim refuses the credentials: its error becomes the trailer frame.
         for path in [EXECUTE, STREAM_EXECUTE] {
-            let o = call(web, &cfg, path, Some(&wrong), &request("SELECT 1")).await;
+            let o = call(web, cfg, path, Some(&wrong), &request("SELECT 1")).await;
             assert!(o.trailer.is_some(), "{web:?} {path}");
             assert!(o.messages.is_empty(), "{web:?} {path}");
             assert_eq!(o.status().0, 16, "{web:?} {path}: {:?}", o.status());
         }
         // The filter's own refusals are trailers-only: the status is in the headers
         // and the body is empty.
-        let o = call(web, &cfg, EXECUTE, None, &request("SELECT 1")).await;
+        let o = call(web, cfg, EXECUTE, None, &request("SELECT 1")).await;
         assert!(o.trailer.is_none() && o.messages.is_empty(), "{web:?}");
         assert_eq!(o.status().0, 16, "{web:?}");
         let o = call(
             web,
-            &cfg,
+            cfg,
             "/psdb.v1alpha1.Database/Nope",
             Some(&auth),
             &request("SELECT 1"),
@@ -287,7 +309,7 @@ async fn errors_end_in_a_trailer_frame_or_trailers_only_headers() {
         // A SQL error is a successful call whose answer carries it (as for gRPC).
         let o = call(
             web,
-            &cfg,
+            cfg,
             EXECUTE,
             Some(&auth),
             &request("SELECT * FROM no_such_table_here"),
@@ -299,22 +321,56 @@ async fn errors_end_in_a_trailer_frame_or_trailers_only_headers() {
     }
 }
 
-/// What the grpc_web filter does not convert reaches the Ferry filter, which says so.
+/// gRPC-Web JSON is converted by no one: the Ferry filter refuses it, saying so.
 #[tokio::test]
 async fn grpc_web_json_is_refused_with_a_reason() {
-    let cfg = cfg();
-    let auth = cfg.basic_auth();
-    let a = ConnectClient::http2(&cfg)
-        .post(
-            EXECUTE,
-            &[
-                ("content-type", "application/grpc-web+json"),
-                ("authorization", auth.as_str()),
-            ],
-            br#"{"query":"SELECT 1"}"#.to_vec(),
-        )
-        .await;
-    assert_eq!(a.status, 415);
-    let message = a.json()["message"].as_str().unwrap_or_default().to_owned();
-    assert!(message.contains("grpc_web"), "{message}");
+    for cfg in grpc_web_gateways() {
+        let auth = cfg.basic_auth();
+        let a = ConnectClient::http2(&cfg)
+            .post(
+                EXECUTE,
+                &[
+                    ("content-type", "application/grpc-web+json"),
+                    ("authorization", auth.as_str()),
+                ],
+                br#"{"query":"SELECT 1"}"#.to_vec(),
+            )
+            .await;
+        assert_eq!(a.status, 415, "port {}", cfg.port);
+        let message = a.json()["message"].as_str().unwrap_or_default().to_owned();
+        assert!(message.contains("grpc_web"), "{message}");
+    }
+}
+
+/// A gRPC-Web content type with parameters: Envoy's grpc_web filter converts exact
+/// types only, so the Ferry filter serves it itself, whatever the order of the two.
+#[tokio::test]
+async fn a_content_type_with_parameters_is_served_too() {
+    for cfg in grpc_web_gateways() {
+        let auth = cfg.basic_auth();
+        let mut frame = vec![0];
+        let message = request("SELECT 7");
+        frame.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        frame.extend_from_slice(&message);
+        let a = ConnectClient::http2(&cfg)
+            .post(
+                EXECUTE,
+                &[
+                    ("content-type", "application/grpc-web+proto; charset=utf-8"),
+                    ("authorization", auth.as_str()),
+                ],
+                frame,
+            )
+            .await;
+        assert_eq!(a.status, 200, "port {}", cfg.port);
+        assert_eq!(a.header("content-type"), Some("application/grpc-web+proto"));
+        let body = &a.body[..];
+        let len = u32::from_be_bytes([body[1], body[2], body[3], body[4]]) as usize;
+        let r = ExecuteResponse::decode(&body[5..5 + len]).expect("an ExecuteResponse");
+        assert_eq!(
+            ferry_e2e::rows::text_rows(r.result.as_ref().expect("a result")),
+            vec![vec![Some("7".to_owned())]]
+        );
+        assert_eq!(&body[5 + len..], b"\x80\0\0\0\x0fgrpc-status:0\r\n");
+    }
 }

@@ -26,6 +26,8 @@ pub(super) fn canonical(
             format!("invalid {} request: {e}", rpc.name),
         )
     };
+    // gRPC-Web text: base64 of the framed body (no larger than what was received).
+    let body = client.wire.request_body(body)?;
     let (message, compressed) = if client.wire.enveloped() {
         let protocol = if client.wire.serves(false) {
             "gRPC"

@@ -101,6 +101,11 @@ impl Call {
                 convert(Conversion::Success, status, unary.may_compress())
             }
             ResponseFlow::Framed(_) if end_of_stream => convert(Conversion::Success, status, false),
+            // gRPC-Web served here reads Envoy's trailers-only gRPC answers, but a gRPC
+            // body would pass without its trailer frame (or its base64): foreign.
+            ResponseFlow::Pass if !end_of_stream && client.wire.web_answer().is_some() => {
+                convert(Conversion::HttpError, status, false)
+            }
             flow => flow,
         };
         if let Some(declared) = declared {
@@ -136,9 +141,8 @@ impl Call {
                 return ResponseHeadersStep::Forward(edits);
             }
             ResponseFlow::Stream(_) => {
-                edits
-                    .set
-                    .push(("content-type", client.media_type.to_owned()));
+                let (_, content_type) = client.wire.answer_head(client.media_type, None);
+                edits.set.push(("content-type", content_type.to_owned()));
                 self.name_encoding(&mut edits);
                 edits.remove.push("content-length");
                 self.response = flow;
@@ -249,7 +253,12 @@ impl Call {
             }
             // Only Execute's answer is transcoded as it comes (the others are small).
             if json && !self.rpc.streams_json {
-                return convert(Conversion::Success, status, may_compress);
+                // Compressed only if its headers may wait for the whole answer.
+                return convert(
+                    Conversion::Success,
+                    status,
+                    may_compress && self.response_hold,
+                );
             }
             let plan = Plan {
                 json,
@@ -260,6 +269,7 @@ impl Call {
                 },
                 envoy: self.envoy_encoding.filter(|_| may_compress),
                 encoding_header: wire.encoding_headers().content,
+                sample: self.response_hold,
             };
             return ResponseFlow::Unary(Box::new(UnaryStream::new(&plan, settings)));
         }
@@ -403,13 +413,15 @@ impl Call {
     }
 
     /// The success of a proto client whose answer is one uncompressed envelope with
-    /// its status in trailers (gRPC): only the envelope header goes in front of the
-    /// shim's body, which never enters the VM. `None` when the answer needs more.
+    /// its status in trailers (gRPC; binary gRPC-Web, whose trailer frame then goes
+    /// after it): only the envelope header goes in front of the shim's body, which
+    /// never enters the VM. `None` when the answer needs more (gRPC-Web text: base64).
     fn prepend_only(&self, body_size: usize, settings: &Config) -> Option<ResponseEdit> {
         let client = self.client;
         let uncompressed = self.answer_encoding == Encoding::Identity
             || body_size < settings.compression.min_bytes;
-        if client.codec != Codec::Proto || !client.wire.enveloped() || !uncompressed {
+        let text = client.wire.web_answer().is_some_and(|web| web.text);
+        if client.codec != Codec::Proto || !client.wire.enveloped() || !uncompressed || text {
             return None;
         }
         let end = client.wire.end(None);
@@ -808,6 +820,7 @@ fn headers_only(status: u16, mut edits: HeaderEdits, edit: ResponseEdit) -> Resp
     let body = match edit.body {
         BodyEdit::Keep => Vec::new(),
         BodyEdit::Prepend(header) => header.to_vec(),
+        BodyEdit::Wrap(header, end) => [header.as_slice(), &end].concat(),
         BodyEdit::Replace(body) => body,
     };
     edits.set.extend(edit.headers.set);

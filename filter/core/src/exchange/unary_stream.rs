@@ -67,6 +67,9 @@ pub(super) struct Plan {
     pub envoy: Option<Encoding>,
     /// The header that names the answer's encoding.
     pub encoding_header: &'static str,
+    /// The headers may wait for a sample ([`crate::header_hold`]); without, a codec
+    /// the client accepts is used from the size alone.
+    pub sample: bool,
 }
 
 impl UnaryStream {
@@ -85,10 +88,15 @@ impl UnaryStream {
         };
         match (plan.filter, plan.envoy) {
             (Encoding::Identity, None) => {}
-            (Encoding::Identity, Some(_)) if plan.json => stream.envoy_compresses = true,
+            (Encoding::Identity, Some(_)) if plan.json || !plan.sample => {
+                stream.envoy_compresses = true
+            }
             (Encoding::Identity, Some(envoy)) => stream.sample = Some(Judge::Envoy(envoy)),
             (enc @ (Encoding::Gzip | Encoding::Zstd), _) if plan.json => {
                 stream.encoder = StreamEncoder::new(enc, settings.compression.level);
+            }
+            (filter, _) if !plan.sample => {
+                stream.encoder = StreamEncoder::new(filter, settings.compression.level);
             }
             (filter, _) => stream.sample = Some(Judge::Filter(filter)),
         }

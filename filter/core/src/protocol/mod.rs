@@ -6,6 +6,7 @@
 pub mod connect;
 pub mod connect_stream;
 pub mod grpc;
+pub mod grpc_web;
 
 use crate::errors::{Code, Rejection};
 use crate::http::{Header, Reply};
@@ -59,6 +60,21 @@ pub trait Wire: Sync {
     fn speaks_grpc(&self) -> bool {
         false
     }
+    /// The request body as this protocol's framing expects it (gRPC-Web text: decoded
+    /// from base64); an error if it cannot be.
+    fn request_body(&self, body: Vec<u8>) -> Result<Vec<u8>, Rejection> {
+        Ok(body)
+    }
+    /// The form of this protocol that answers a request with this `accept` header, if
+    /// it depends on it (gRPC-Web: a text answer); `None`: this one.
+    fn answering(&self, _accept: Option<&str>) -> Option<&'static dyn Wire> {
+        None
+    }
+    /// gRPC-Web served by this filter: the answer is gRPC's, then its trailers go into
+    /// a last body frame and, for text, every body byte into base64 (`exchange/web.rs`).
+    fn web_answer(&self) -> Option<grpc_web::Answer> {
+        None
+    }
 }
 
 /// The client of one exchange: its protocol, codec, and the media type it sent
@@ -90,6 +106,15 @@ impl Client {
     /// A whole local error answer in this client's protocol.
     pub fn reply(&self, rejection: &Rejection) -> Reply {
         self.wire.error_reply(self.media_type, rejection)
+    }
+
+    /// The client that answers a request with this `accept` header (gRPC-Web's answer
+    /// form depends on it).
+    pub fn answering(self, accept: Option<&str>) -> Client {
+        match self.wire.answering(accept) {
+            Some(wire) => Client { wire, ..self },
+            None => self,
+        }
     }
 
     /// Connect unary with the proto codec: the shim's canonical form itself.
@@ -128,6 +153,8 @@ const fn served(
 const UNARY: &dyn Wire = &connect::ConnectUnary;
 const STREAM: &dyn Wire = &connect_stream::ConnectStream;
 const GRPC: &dyn Wire = &grpc::Grpc;
+const GRPC_WEB: &dyn Wire = &grpc_web::BINARY_FORM;
+const GRPC_WEB_TEXT: &dyn Wire = &grpc_web::TEXT_FORM;
 
 /// Media type (content type without parameters, case-insensitive) → protocol.
 pub const CONTENT_TYPES: &[(&str, Detected)] = &[
@@ -148,26 +175,29 @@ pub const CONTENT_TYPES: &[(&str, Detected)] = &[
     served("application/grpc", GRPC, Codec::Proto, "grpc-proto"),
     served("application/grpc+proto", GRPC, Codec::Proto, "grpc-proto"),
     served("application/grpc+json", GRPC, Codec::Json, "grpc-json"),
-    // gRPC-Web is Envoy's: its grpc_web filter, in front of this one, turns these four
-    // (exactly these, without parameters) into gRPC. So they arrive here only when it
-    // did not.
-    (
-        "application/grpc-web",
-        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    // gRPC-Web: arrives here only when Envoy's grpc_web filter did not convert it to
+    // gRPC (it comes after this filter, or is absent, or the content type has
+    // parameters); this filter then serves it itself (protocol/grpc_web.rs).
+    served(grpc_web::BINARY, GRPC_WEB, Codec::Proto, "grpc-web-proto"),
+    served(
+        grpc_web::BINARY_PROTO,
+        GRPC_WEB,
+        Codec::Proto,
+        "grpc-web-proto",
     ),
-    (
-        "application/grpc-web+proto",
-        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    served(
+        grpc_web::TEXT,
+        GRPC_WEB_TEXT,
+        Codec::Proto,
+        "grpc-web-text-proto",
     ),
-    (
-        "application/grpc-web-text",
-        Detected::NotServed(GRPC_WEB_UNCONVERTED),
+    served(
+        grpc_web::TEXT_PROTO,
+        GRPC_WEB_TEXT,
+        Codec::Proto,
+        "grpc-web-text-proto",
     ),
-    (
-        "application/grpc-web-text+proto",
-        Detected::NotServed(GRPC_WEB_UNCONVERTED),
-    ),
-    // ... which converts no JSON.
+    // gRPC-Web is served with protobuf only (as Envoy's grpc_web filter serves it).
     (
         "application/grpc-web+json",
         Detected::NotServed(GRPC_WEB_JSON),
@@ -178,12 +208,10 @@ pub const CONTENT_TYPES: &[(&str, Detected)] = &[
     ),
 ];
 
-const GRPC_WEB_UNCONVERTED: &str = "gRPC-Web is served through Envoy's grpc_web filter, which did not convert this request: this gateway's Envoy configuration lacks the grpc_web filter, or the content-type is not exactly one it converts (application/grpc-web, application/grpc-web+proto, application/grpc-web-text, application/grpc-web-text+proto, without parameters)";
-
-const GRPC_WEB_JSON: &str = "gRPC-Web with JSON is not served: Envoy's grpc_web filter converts protobuf only (application/grpc-web+proto, application/grpc-web-text+proto); use one of those, or application/grpc+json or application/json";
+const GRPC_WEB_JSON: &str = "gRPC-Web with JSON is not served: gRPC-Web is served with protobuf only, as Envoy's grpc_web filter serves it (application/grpc-web, application/grpc-web+proto, application/grpc-web-text, application/grpc-web-text+proto); use one of those, or application/grpc+json or application/json for JSON";
 
 /// The served media types, for `accept-post` on 415 answers.
-pub const ACCEPTED: &str = "application/json, application/proto, application/connect+json, application/connect+proto, application/grpc, application/grpc+proto, application/grpc+json";
+pub const ACCEPTED: &str = "application/json, application/proto, application/connect+json, application/connect+proto, application/grpc, application/grpc+proto, application/grpc+json, application/grpc-web, application/grpc-web+proto, application/grpc-web-text, application/grpc-web-text+proto";
 
 /// The Connect unary client of a Connect GET with this codec.
 pub fn connect_unary(codec: Codec) -> Client {
@@ -256,13 +284,19 @@ mod tests {
             name("application/connect+proto"),
             Some("connect-stream-proto")
         );
+        assert_eq!(name("application/grpc-web"), Some("grpc-web-proto"));
+        assert_eq!(name("application/grpc-web+proto"), Some("grpc-web-proto"));
         assert_eq!(
-            detect(Some("application/grpc-web+proto")),
-            Detected::NotServed(GRPC_WEB_UNCONVERTED)
+            name("application/grpc-web; charset=utf-8"),
+            Some("grpc-web-proto")
         );
         assert_eq!(
-            detect(Some("application/grpc-web; charset=utf-8")),
-            Detected::NotServed(GRPC_WEB_UNCONVERTED)
+            name("application/grpc-web-text"),
+            Some("grpc-web-text-proto")
+        );
+        assert_eq!(
+            name("Application/gRPC-Web-Text+proto"),
+            Some("grpc-web-text-proto")
         );
         assert_eq!(
             detect(Some("application/grpc-web+json")),
@@ -297,5 +331,28 @@ mod tests {
         assert!(!client("application/connect+proto").wire.serves(false));
         assert!(client("application/grpc").wire.serves(true));
         assert!(client("application/grpc").wire.serves(false));
+        assert!(client("application/grpc-web").wire.serves(true));
+        assert!(client("application/grpc-web-text").wire.serves(false));
+    }
+
+    #[test]
+    fn grpc_web_answers_as_accept_asks() {
+        let client = |ct| match detect(Some(ct)) {
+            Detected::Served(c) => c,
+            _ => panic!(),
+        };
+        let answer = |c: Client| c.wire.web_answer().map(|a| (a.content_type, a.text));
+        let binary = Some(("application/grpc-web+proto", false));
+        let text = Some(("application/grpc-web-text+proto", true));
+        assert_eq!(answer(client("application/grpc-web")), binary);
+        assert_eq!(answer(client("application/grpc-web-text")), binary);
+        let asking = client("application/grpc-web").answering(Some("application/grpc-web-text"));
+        assert_eq!(answer(asking), text);
+        assert_eq!(asking.name, "grpc-web-proto");
+        assert_eq!(asking.media_type, "application/grpc-web");
+        // Other protocols do not depend on accept.
+        let grpc = client("application/grpc").answering(Some("application/grpc-web-text"));
+        assert_eq!(answer(grpc), None);
+        assert_eq!(grpc, client("application/grpc"));
     }
 }

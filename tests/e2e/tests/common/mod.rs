@@ -26,6 +26,36 @@ pub fn tcp_gateway() -> Config {
     cfg().with_port(port)
 }
 
+/// The gateways `grpc_web.rs` checks: the stack's own (Envoy's grpc_web filter in front
+/// of the Ferry filter converts gRPC-Web), then each port listed, comma-separated, in
+/// `FERRY_E2E_GRPC_WEB_PORTS`: gateways of the same stack (its CA, its database) whose
+/// Envoy puts grpc_web after the Ferry filter or has none, so that the filter serves
+/// gRPC-Web itself. `FERRY_E2E_GRPC_WEB_ONLY=1` checks the listed ones alone.
+pub fn grpc_web_gateways() -> Vec<Config> {
+    let cfg = cfg();
+    let listed: Vec<Config> = std::env::var("FERRY_E2E_GRPC_WEB_PORTS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let port = p
+                .parse()
+                .unwrap_or_else(|_| panic!("FERRY_E2E_GRPC_WEB_PORTS: {p:?} is not a port"));
+            cfg.with_port(port)
+        })
+        .collect();
+    let only = std::env::var("FERRY_E2E_GRPC_WEB_ONLY").is_ok_and(|v| v == "1");
+    if only {
+        assert!(
+            !listed.is_empty(),
+            "FERRY_E2E_GRPC_WEB_ONLY=1 without FERRY_E2E_GRPC_WEB_PORTS"
+        );
+        return listed;
+    }
+    std::iter::once(cfg).chain(listed).collect()
+}
+
 /// A table name no other test (or earlier run) uses.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);

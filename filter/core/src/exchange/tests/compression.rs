@@ -5,7 +5,7 @@ use super::*;
 use crate::envelope::{self, COMPRESSED};
 use ferry_compress::Encoding;
 
-fn compressed(encoding: Encoding, bytes: &[u8]) -> Vec<u8> {
+pub(super) fn compressed(encoding: Encoding, bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     ferry_compress::compress(encoding, bytes, &mut out);
     out
@@ -17,7 +17,7 @@ fn enveloped(flags: u8, message: &[u8]) -> Vec<u8> {
     out
 }
 
-fn with_encoding(mut h: RequestHead, name: &'static str, value: &str) -> RequestHead {
+pub(super) fn with_encoding(mut h: RequestHead, name: &'static str, value: &str) -> RequestHead {
     h.encodings.push((name, value.into()));
     h
 }
@@ -124,7 +124,7 @@ fn bombs_are_refused_at_the_request_limit_in_every_codec() {
 }
 
 /// An answer of `rows` rows: compressible text, a few KB.
-fn large_answer(rows: usize) -> Vec<u8> {
+pub(super) fn large_answer(rows: usize) -> Vec<u8> {
     let mut response = execute_response();
     let result = response.result.as_mut().unwrap();
     result.rows = (0..rows)
@@ -656,7 +656,11 @@ fn head_json() -> RequestHead {
 /// or replaced by what `finish_response` returns. The headers' edits (the held ones
 /// and the decision's), the bytes received, and how many chunks went by before the
 /// headers went out.
-fn received(ex: &mut Exchange, answer: &[u8], cut: usize) -> (HeaderEdits, Vec<u8>, usize) {
+pub(super) fn received(
+    ex: &mut Exchange,
+    answer: &[u8],
+    cut: usize,
+) -> (HeaderEdits, Vec<u8>, usize) {
     let step = ex.on_response_headers(&response("200", "application/proto"), false);
     let (mut held, mut edits) = match step {
         ResponseHeadersStep::Hold(edits) => (true, edits),
@@ -693,7 +697,9 @@ fn received(ex: &mut Exchange, answer: &[u8], cut: usize) -> (HeaderEdits, Vec<u
                         out.extend_from_slice(&body);
                         buffered.clear();
                     }
-                    BodyEdit::Prepend(_) => panic!("a Connect answer has no envelope"),
+                    BodyEdit::Prepend(_) | BodyEdit::Wrap(..) => {
+                        panic!("a Connect answer has no envelope")
+                    }
                 }
             }
             other => panic!("chunk {i}: {other:?}"),
@@ -704,7 +710,7 @@ fn received(ex: &mut Exchange, answer: &[u8], cut: usize) -> (HeaderEdits, Vec<u
 }
 
 /// An answer of `rows` rows of random bytes: nothing for a codec to find.
-fn noisy_answer(rows: usize) -> Vec<u8> {
+pub(super) fn noisy_answer(rows: usize) -> Vec<u8> {
     let mut response = execute_response();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     response.result.as_mut().unwrap().rows = (0..rows)
@@ -842,7 +848,7 @@ fn a_held_sample_past_the_limit_is_refused_whole() {
 /// a paused callback keeps the (edited) buffer, which later chunks join; a continued
 /// one sends it. What the client receives, the trailers added, and how many callbacks
 /// paused.
-fn enveloped_received(
+pub(super) fn enveloped_received(
     ex: &mut Exchange,
     answer: &[u8],
     cut: usize,
@@ -880,6 +886,10 @@ fn enveloped_received(
             BodyEdit::Keep => {}
             BodyEdit::Prepend(header) => {
                 buffered.splice(0..0, header);
+            }
+            BodyEdit::Wrap(header, end) => {
+                buffered.splice(0..0, header);
+                buffered.extend_from_slice(&end);
             }
             BodyEdit::Replace(body) => buffered = body,
         }
