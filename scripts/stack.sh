@@ -5,7 +5,8 @@
 # FERRY_SHIMS=2: a second shim (pid/log name shim2) on FERRY_SHIM2_ADDR, same keys,
 # no unix socket, and Envoy from envoy/two-shims.yaml (sessions pinned to their shim).
 # FERRY_ENVOY_SCENARIO=NAME: Envoy from envoy/NAME.yaml instead (e.g. browser: CORS for
-# the origins in FERRY_CORS_ORIGINS).
+# the origins in FERRY_CORS_ORIGINS; envoy-gateway also starts scripts/wasm-server.py,
+# pid/log name wasm-server, which serves it the filter).
 # FERRY_MYSQL_FLAVOR=mysql8: MySQL 8.0.33 instead of MariaDB (installed under
 # $FERRY_MYSQL8_HOME by scripts/install-mysql8.sh on first use); its client is
 # $FERRY_MYSQL8_HOME/bin/mysql.
@@ -267,6 +268,17 @@ envoy_up() {
   scenario="${FERRY_ENVOY_SCENARIO:-$scenario}"
   [ -f "$ROOT/envoy/$scenario.yaml" ] || { echo "no Envoy scenario envoy/$scenario.yaml" >&2; exit 2; }
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
+  # Mesh-shaped scenarios name the shim's cluster as their control plane does; and
+  # envoy-gateway fetches the filter over HTTPS, from scripts/wasm-server.py.
+  local shim_cluster=shim
+  case "$scenario" in
+    istio|istio-envoyfilter) shim_cluster='outbound|8081||ferry-shim.ferry.svc.cluster.local' ;;
+    envoy-gateway) shim_cluster='httproute/ferry/ferry/rule/0'
+      start wasm-server python3 "$(dirname "$0")/wasm-server.py"
+      local c="$FERRY_RUN_DIR/certs"
+      wait_for wasm-server 10 curl -sfI --cacert "$c/ca.pem" --cert "$c/envoy-client.pem" --key "$c/envoy-client.key" \
+        "https://127.0.0.1:$FERRY_WASM_HTTPS_PORT/ferry_filter.wasm" ;;
+  esac
   start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn \
     ${FERRY_ENVOY_CONCURRENCY:+--concurrency "$FERRY_ENVOY_CONCURRENCY"}
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
@@ -274,7 +286,7 @@ envoy_up() {
   # check passes, strict session affinity answers a pinned request "transaction lost";
   # Envoy's first check times out while the wasm VM loads, the next comes 5 s later.
   [ "$FERRY_WAIT_HEALTHY" != true ] || wait_for "Envoy to see $FERRY_SHIMS healthy shim(s)" 30 sh -c \
-    "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^shim::.*::health_flags::healthy\$') -ge $FERRY_SHIMS ]"
+    "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^$shim_cluster::.*::health_flags::healthy\$') -ge $FERRY_SHIMS ]"
   # With replicas: and both members (replica and primary shim) of the read cluster.
   [ "$FERRY_WAIT_HEALTHY" != true ] || [ "$scenario" != replicas ] || wait_for "Envoy to see the read cluster healthy" 30 sh -c \
     "[ \$(curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/clusters | grep -c '^reads::.*::health_flags::healthy\$') -ge 2 ]"
@@ -310,7 +322,7 @@ HINT
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
-  down) stop envoy; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql ;;
+  down) stop envoy; stop wasm-server; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql ;;
   status) for n in mysql $([ "$FERRY_REPLICAS" = 1 ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
       $([ "$FERRY_REPLICAS" = 1 ] && echo shim-replica) envoy; do
       running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
