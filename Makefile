@@ -36,7 +36,7 @@ down:
 status:
 	scripts/stack.sh status
 
-test: build lint unit s2-vectors fuzz-smoke validate e2e bench-smoke
+test: build lint unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e bench-smoke
 
 # The filter and the wire crate it shares with the shim must never panic: clippy denies
 # unwrap/expect/panic/indexing in them (see filter/core/src/lib.rs, wire/src/lib.rs),
@@ -53,9 +53,7 @@ unit:
 
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
 validate: wasm
-	@python3 scripts/envoy-replicas.py --check
-	@python3 scripts/envoy-tracing.py --check
-	@python3 scripts/envoy-shim-tls.py --check
+	@python3 scripts/envoy-scenarios.py --check
 	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" "$$(dirname "$$FERRY_ACCESS_LOG")" && scripts/dev-cert.sh && \
 	for f in $(ENVOY_CONFIGS); do \
 	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \
@@ -72,6 +70,21 @@ validate: wasm
 	if out=$$("$$ENVOY" --mode validate -c "$$v" --disable-hot-restart -l error 2>&1); then echo "INVALID: a bad near_networks loaded"; exit 1; fi && \
 	grep -q 'near_networks: "999.0.0.0/8" is not a network' <<<"$$out" && echo "valid: FERRY_COMPRESS_NEAR_NETWORKS (a list loads, a bad entry is refused)" \
 	  || { echo "INVALID: FERRY_COMPRESS_NEAR_NETWORKS"; exit 1; }
+	@# The filter's configuration as a JSON string (how Istio and Envoy Gateway hand it) loads
+	@# as the Struct does, header_hold included; a bad key is refused by the filter, by name.
+	@source scripts/env.sh && v="$$FERRY_RUN_DIR/validate.yaml" s="$$FERRY_RUN_DIR/validate-string.yaml" && \
+	scripts/render-envoy.sh envoy/ferry.yaml > "$$v" && \
+	python3 scripts/plugin-config-as-string.py "$$v" "$$s" header_hold='"off"' session_affinity=false && \
+	grep -q 'google.protobuf.StringValue' "$$s" && \
+	"$$ENVOY" --mode validate -c "$$s" --disable-hot-restart -l error >/dev/null && \
+	python3 scripts/plugin-config-as-string.py "$$v" "$$s" max_requests_bytes=1 && \
+	if out=$$("$$ENVOY" --mode validate -c "$$s" --disable-hot-restart -l error 2>&1); then echo "INVALID: a misspelt key loaded"; exit 1; fi && \
+	grep -q 'unknown field `max_requests_bytes`' <<<"$$out" && \
+	python3 scripts/plugin-config-as-string.py "$$v" "$$s" header_hold='"off"' && \
+	if out=$$("$$ENVOY" --mode validate -c "$$s" --disable-hot-restart -l error 2>&1); then echo "INVALID: affinity without the hold loaded"; exit 1; fi && \
+	grep -q 'session_affinity needs the header hold' <<<"$$out" && \
+	echo "valid: the filter's configuration as a JSON string (loads; a misspelt key and affinity without the hold are refused by name)" \
+	  || { echo "INVALID: the filter's configuration as a JSON string"; exit 1; }
 	@# The Grafana dashboard against Grafana's own schema (observability/check: the Grafana
 	@# Foundation SDK's types, strictly; npm). Its metric names are checked in e2e.
 	@cd observability/check && npm ci --no-audit --no-fund --loglevel=error >/dev/null && node check.mjs schema ../grafana/ferry-dashboard.json
@@ -159,3 +172,6 @@ fuzz-smoke:
 .PHONY: bench-compression
 bench-compression: build
 	loadtest/bench.sh compression
+
+# Targets of their own concern (OCI image, deployment manifests, meshes): one file each.
+include $(sort $(wildcard mk/*.mk))
