@@ -69,7 +69,7 @@ export FERRY_E2E_BROWSER_PAGE_PORT="${FERRY_E2E_BROWSER_PAGE_PORT:-18447}"
 browser_gateway() {
   FERRY_RUN_DIR="$BROWSER_RUN_DIR" FERRY_PORT="$FERRY_E2E_BROWSER_PORT" \
     FERRY_ADMIN_PORT="${FERRY_E2E_BROWSER_ADMIN_PORT:-19904}" FERRY_SHIM_ADDR="${FERRY_E2E_BROWSER_SHIM_ADDR:-127.0.0.1:18085}" \
-    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO=browser FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
+    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO="${FERRY_E2E_BROWSER_SCENARIO:-browser}" FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
     FERRY_SESSION_KEYS_FILE="$BROWSER_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
 # A fifth gateway with tracing (tests/e2e/tests/tracing.rs): envoy/tracing.yaml and a shim
@@ -145,6 +145,12 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 (cd "$ROOT/tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && FERRY_BROWSER_URL="https://127.0.0.1:$FERRY_E2E_BROWSER_PORT" FERRY_CERT_DIR="$BROWSER_RUN_DIR/certs" \
      FERRY_BROWSER_PAGE_PORT="$FERRY_E2E_BROWSER_PAGE_PORT" node --test) || status=$?
+# The same page with the Ferry filter before Envoy's grpc_web (where Istio and Envoy
+# Gateway put a Wasm plugin; envoy/browser-filter-first.yaml): the filter serves gRPC-Web.
+browser_gateway down >/dev/null
+(FERRY_E2E_BROWSER_SCENARIO=browser-filter-first browser_gateway gateway >/dev/null \
+  && cd "$ROOT/tests/browser" && FERRY_BROWSER_URL="https://127.0.0.1:$FERRY_E2E_BROWSER_PORT" \
+     FERRY_CERT_DIR="$BROWSER_RUN_DIR/certs" FERRY_BROWSER_PAGE_PORT="$FERRY_E2E_BROWSER_PAGE_PORT" node --test) || status=$?
 # PlanetScale's Go client library (psdb core/client: Connect proto, S2-compressed requests),
 # unmodified defaults, over HTTP/2 and HTTP/3, as the dev user stack.sh made.
 (cd "$ROOT/tests/psdb-go" && PATH="$PATH:/usr/local/go/bin" FERRY_PSDB_IDENTITY= \
@@ -157,6 +163,10 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
   FERRY_USER="${FERRY_MYSQL_USER:-ferry}" FERRY_PASSWORD="${FERRY_MYSQL_PASSWORD:-ferry}" go run .) || status=$?
 # The shim's own integration test, straight at the shim (no Envoy).
 FERRY_TEST_MYSQL_SOCKET="$FERRY_MYSQL_SOCKET" cargo test -p ferry-shim --test '*' || status=$?
+
+# The mesh-shaped gateways (Istio's WasmPlugin and EnvoyFilter, Envoy Gateway), one at a
+# time on ports of their own, on this MariaDB: scripts/e2e-meshes.sh says what runs where.
+"$ROOT/scripts/e2e-meshes.sh" || status=$?
 
 # Tracing: Envoy's spans and the shim's in one trace, no SQL text (its own gateway, alone).
 mkdir -p "$TRACING_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$TRACING_RUN_DIR/"

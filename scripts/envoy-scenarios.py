@@ -314,9 +314,9 @@ def browser():
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors
 """)
-    d.replace("          # Ferry filter answers it 415. No CORS here: web pages cannot call this\n"
-              "          # gateway; envoy/browser.yaml is this gateway plus CORS for chosen origins.\n",
-              "          # Ferry filter answers it 415.\n")
+    d.replace("          # gRPC-Web itself (filter/README.md \"gRPC-Web\"). No CORS here: web pages cannot\n"
+              "          # call this gateway; envoy/browser.yaml is this gateway plus CORS for chosen origins.\n",
+              "          # gRPC-Web itself (filter/README.md \"gRPC-Web\").\n")
     return d
 
 
