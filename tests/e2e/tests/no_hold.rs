@@ -220,3 +220,54 @@ async fn a_pinned_session_on_the_wrong_shim_is_refused_and_nothing_runs_there() 
     assert!(committed, "COMMIT reached the holder within 10 tries");
     assert_eq!(count_rows(&t), ran, "exactly what the holder ran");
 }
+
+/// What a mesh cannot add, and what happens instead: without the Lua helper a Connect
+/// GET arrives without a body and is refused with 405 and `allow: POST` (nothing runs);
+/// without Envoy's zstd compressor a Connect client accepting zstd gets the filter's
+/// own zstd (the mesh shapes give the filter no client distance, so it compresses as
+/// asked).
+#[tokio::test]
+async fn without_the_lua_helper_and_envoys_compressor() {
+    let cfg = gateway();
+    let auth = cfg.basic_auth();
+    let client = ConnectClient::http2(&cfg);
+    let get = client
+        .send(
+            reqwest::Method::GET,
+            "/psdb.v1alpha1.Database/Execute?connect=v1&encoding=json&message=%7B%22query%22%3A%22SELECT%201%22%7D",
+            &[("authorization", auth.as_str())],
+            Vec::new(),
+        )
+        .await
+        .expect("an answer");
+    assert_eq!(get.status, 405, "{:?}", String::from_utf8_lossy(&get.body));
+    assert_eq!(get.header("allow"), Some("POST"));
+    assert!(
+        String::from_utf8_lossy(&get.body).contains("use POST"),
+        "{:?}",
+        String::from_utf8_lossy(&get.body)
+    );
+    let query = r#"{"query":"SELECT REPEAT('ferry', 4000) AS r"}"#;
+    let a = client
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", auth.as_str()),
+                ("accept-encoding", "zstd"),
+            ],
+            query.into(),
+        )
+        .await;
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.header("content-encoding"),
+        Some("zstd"),
+        "{:?}",
+        a.headers
+    );
+    let mut plain = Vec::new();
+    ferry_compress::decompress(Encoding::Zstd, &a.body, 1 << 20, &mut plain).expect("zstd");
+    let answer: serde_json::Value = serde_json::from_slice(&plain).expect("JSON");
+    assert!(answer["result"]["rows"].is_array(), "{answer}");
+}
