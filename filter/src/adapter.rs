@@ -318,6 +318,22 @@ fn apply_request_body<H: Host>(
         RequestBodyStep::Continue => Ok(Action::Continue),
         RequestBodyStep::Wait => Ok(Action::Pause),
         RequestBodyStep::Reply(reply) => send_reply(host, &reply),
+        // The chunk moves into the VM, and Envoy's is emptied (Envoy accepts an empty
+        // replacement): passed on (the upstream gets an empty chunk), or, with the
+        // headers held, kept in Envoy's buffer, which stays empty.
+        RequestBodyStep::Keep { pause } => {
+            if body_size > 0 {
+                let chunk = read_body(host, Body::Request, body_size)?;
+                host.set_body(Body::Request, 0, body_size, &[])
+                    .map_err(failed("set_buffer(empty request chunk)"))?;
+                exchange.keep_request(chunk);
+            }
+            Ok(if pause {
+                Action::Pause
+            } else {
+                Action::Continue
+            })
+        }
         RequestBodyStep::Read => {
             let body = read_body(host, Body::Request, body_size)?;
             match exchange.finish_request(body) {

@@ -21,6 +21,13 @@
 //!   or appending (`start >= len`);
 //! - a local reply is possible until the response headers go out (while they are
 //!   held, from a response body or trailers callback too);
+//! - with a [`MockHost::buffer_limit`] (the stream's buffer limit: the route's
+//!   `request_body_buffer_limit`, else the listener's per-connection limit), request
+//!   body bytes Envoy buffers for the filter beyond it get Envoy's own `413 Payload
+//!   Too Large`: what a paused body callback leaves (its chunk, or what the filter
+//!   wrote into the body), and each chunk added to that buffer before the next body
+//!   callback. A chunk of a callback that continues is the codec's, never counted;
+//!   emptying a chunk (`set_body(0, len, [])`, which Envoy accepts) empties the buffer;
 //! - the plugin configuration exists only in `on_configure`.
 
 use proxy_wasm::traits::HttpContext;
@@ -257,6 +264,10 @@ pub(crate) struct MockHost {
     pub entered: Option<u32>,
     /// Streams whose held request headers the root resumed.
     pub resumed: Vec<u32>,
+    /// Envoy's per-stream buffer limit for the request body, if modelled.
+    pub buffer_limit: Option<usize>,
+    /// Envoy answered 413 itself: the request body it buffered outgrew `buffer_limit`.
+    pub payload_too_large: bool,
 }
 
 impl MockHost {
@@ -302,6 +313,22 @@ impl MockHost {
             });
             Refused::Rule(refusal.status)
         })
+    }
+
+    /// Envoy's buffer watermark on the request body it buffers for the filter: past
+    /// `buffer_limit`, its 413 (the stream goes no further through the filter).
+    fn check_request_buffer(&mut self) {
+        let over = self
+            .buffer_limit
+            .is_some_and(|limit| self.request.body.len() > limit);
+        if over && self.local_reply.is_none() {
+            self.payload_too_large = true;
+            self.local_reply = Some(LocalReply {
+                status: 413,
+                headers: vec![("content-type".into(), "text/plain".into())],
+                body: b"Payload Too Large".to_vec(),
+            });
+        }
     }
 
     fn map_rule(&self, map: Map) -> Result<(), Refusal> {
@@ -415,6 +442,11 @@ impl MockHost {
                     side.send_body();
                 } else {
                     side.buffering = true;
+                    if phase.is_request() {
+                        // The paused callback's chunk moves into Envoy's buffer.
+                        self.check_request_buffer();
+                        return;
+                    }
                 }
             }
             _ => {
@@ -544,6 +576,10 @@ impl Host for MockHost {
             bytes.clone_into(current);
         } else {
             current.extend_from_slice(bytes);
+        }
+        if body == Body::Request && self.request.buffering {
+            // Written into the body Envoy buffers (a paused callback's): watermarked.
+            self.check_request_buffer();
         }
         Ok(())
     }
@@ -744,11 +780,20 @@ impl Stream {
     pub fn request_body(&mut self, chunk: &[u8], end_of_stream: bool) -> Action {
         self.begin(Phase::RequestBody { end_of_stream });
         let side = &mut self.filter.host.request;
-        if !side.buffering {
+        let buffered = side.buffering;
+        if !buffered {
             side.body.clear();
         }
         side.body.extend_from_slice(chunk);
         let size = side.body.len();
+        if buffered {
+            // Envoy adds the chunk to what it buffers for the filter before calling it.
+            self.filter.host.check_request_buffer();
+            if self.filter.host.payload_too_large {
+                self.filter.host.phase = Phase::Idle;
+                return Action::Pause;
+            }
+        }
         let action = self.filter.on_http_request_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
@@ -1002,6 +1047,35 @@ mod rules {
             rules_of(&host),
             ["a local reply after the response headers went downstream"]
         );
+    }
+
+    #[test]
+    fn envoy_answers_413_for_request_bytes_it_buffers_past_its_limit() {
+        let mut host = host_in(Phase::RequestBody {
+            end_of_stream: false,
+        });
+        host.buffer_limit = Some(4);
+        // A chunk that goes on is the codec's: never counted, even replaced by more.
+        host.request.body = b"abcdefgh".to_vec();
+        assert_eq!(host.set_body(Body::Request, 0, 8, b"0123456789"), Ok(()));
+        host.finish(Action::Continue);
+        assert!(!host.payload_too_large);
+        // An emptied chunk is accepted (an empty replacement), and buffers nothing.
+        host.phase = Phase::RequestBody {
+            end_of_stream: false,
+        };
+        host.request.body = b"abcdefgh".to_vec();
+        assert_eq!(host.set_body(Body::Request, 0, 8, b""), Ok(()));
+        host.finish(Action::Pause);
+        assert!(!host.payload_too_large && host.request.body.is_empty());
+        // Written into the buffered body past the limit: Envoy's 413.
+        host.phase = Phase::RequestBody {
+            end_of_stream: true,
+        };
+        assert_eq!(host.set_body(Body::Request, 0, 0, b"hello"), Ok(()));
+        assert!(host.payload_too_large);
+        assert_eq!(host.local_reply.as_ref().map(|r| r.status), Some(413));
+        assert!(host.violations.is_empty());
     }
 
     #[test]

@@ -174,10 +174,18 @@ pub enum RequestHeadersStep {
 pub enum RequestBodyStep {
     /// Let it through.
     Continue,
-    /// Keep buffering it.
+    /// Keep buffering it (the host holds it: Envoy's buffer limit bounds it).
     Wait,
-    /// The body is complete: read all of it and call [`Exchange::finish_request`]
-    /// (then [`Exchange::route_request`] with the canonical body, if headers are held).
+    /// Move this chunk into the filter: read it (all the host holds), give it to
+    /// [`Exchange::keep_request`], empty the host's chunk, then `Continue` (the
+    /// upstream gets an empty chunk) or, with `pause`, pause (the headers are held: a
+    /// `Continue` would let them go on). Envoy then buffers nothing of the body, so its
+    /// buffer limit does not bound it; [`Limits`] does.
+    Keep { pause: bool },
+    /// The body is complete: read what the host holds of it (the last chunk) and call
+    /// [`Exchange::finish_request`] with it (the chunks kept before come first), replace
+    /// it with the canonical body (then [`Exchange::route_request`] with it, if headers
+    /// are held) and let the request go on.
     Read,
     /// The body (this many bytes, buffered by the host, canonical already) is
     /// complete: call [`Exchange::route_request`] with it, apply the header edits, and
@@ -361,8 +369,14 @@ struct Call {
     /// What its answer needs if that shim is gone (small requests only).
     lost: Option<lost::Pinned>,
     request: RequestFlow,
-    /// Request bytes seen so far while streaming.
+    /// Request bytes seen so far (streaming, or kept).
     streamed: usize,
+    /// [`RequestFlow::Buffer`]: the body chunks moved into the filter so far.
+    kept: Vec<u8>,
+    /// The last request body step paused ([`RequestBodyStep::Keep`] with `pause`): the
+    /// host still has a (possibly emptied) body buffered, which the trailers callback
+    /// may replace. Otherwise the last chunk went on, and there is nothing to write to.
+    body_paused: bool,
     /// A Connect GET's canonical message, put into the body Envoy opened for it.
     get_message: Option<Vec<u8>>,
     response: ResponseFlow,
@@ -372,10 +386,14 @@ struct Call {
 enum RequestFlow {
     /// The body is already canonical (Connect proto): it streams, only counted.
     Stream,
-    /// The body is buffered and rewritten at its end.
+    /// The body is rewritten at its end: each chunk is moved into the filter as it
+    /// arrives ([`RequestBodyStep::Keep`]) and the canonical body replaces the last.
     Buffer,
     /// The body is already canonical (Connect proto) and the headers are held: it is
-    /// buffered by the host, not rewritten, and routed at its end.
+    /// buffered by the host (bounded by Envoy's buffer limit), not rewritten, and
+    /// routed at its end. Released headers (no hold after all) make it [`Stream`].
+    ///
+    /// [`Stream`]: RequestFlow::Stream
     Hold,
     /// A Connect GET: the (empty) body is replaced with the message from the query.
     Inject,
@@ -695,8 +713,10 @@ impl Exchange {
         Ok(edits)
     }
 
-    /// `body_size`: while buffering, all bytes buffered so far; while streaming, this
-    /// chunk's bytes (the host's convention: Envoy reports the buffered total).
+    /// `body_size`: what the host holds of the body (Envoy reports the buffered total
+    /// after a paused callback, else this chunk's bytes): while the host buffers
+    /// ([`RequestBodyStep::Wait`]), all bytes so far; while streaming or keeping
+    /// ([`RequestBodyStep::Keep`] empties each chunk), this chunk's.
     pub fn on_request_body(&mut self, body_size: usize, end_of_stream: bool) -> RequestBodyStep {
         let limits = self.limits();
         let State::Call(call) = &mut self.state else {
@@ -716,11 +736,20 @@ impl Exchange {
                 return RequestBodyStep::Replace(call.get_message.take().unwrap_or_default());
             }
             RequestFlow::Inject => return RequestBodyStep::Wait,
-            RequestFlow::Stream => {
+            // The headers went on without a decision (Envoy does not hold them): what
+            // Envoy buffered meanwhile is this chunk, and the rest streams.
+            RequestFlow::Hold if !call.hold => {
+                call.request = RequestFlow::Stream;
+                call.streamed = body_size;
+                body_size
+            }
+            // Each chunk is moved out of the host (`Keep`): this one is new.
+            RequestFlow::Stream | RequestFlow::Buffer => {
                 call.streamed = call.streamed.saturating_add(body_size);
                 call.streamed
             }
-            RequestFlow::Buffer | RequestFlow::Hold => {
+            // Buffered by the host: all of it so far.
+            RequestFlow::Hold => {
                 call.streamed = body_size;
                 body_size
             }
@@ -731,11 +760,16 @@ impl Exchange {
         }
         match (call.request, end_of_stream) {
             (RequestFlow::Buffer, true) => RequestBodyStep::Read,
+            (RequestFlow::Buffer, false) => {
+                // Held headers stay held only while the body callbacks pause.
+                call.body_paused = call.hold;
+                RequestBodyStep::Keep { pause: call.hold }
+            }
             (RequestFlow::Hold, true) => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Route(body_size)
             }
-            (RequestFlow::Buffer | RequestFlow::Hold, false) => RequestBodyStep::Wait,
+            (RequestFlow::Hold, false) => RequestBodyStep::Wait,
             (_, true) => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Continue
@@ -746,11 +780,31 @@ impl Exchange {
 
     /// Request trailers end the body.
     pub fn on_request_trailers(&mut self) -> RequestBodyStep {
+        let limits = self.limits();
         let State::Call(call) = &mut self.state else {
             return RequestBodyStep::Continue;
         };
         match call.request {
-            RequestFlow::Buffer => RequestBodyStep::Read,
+            // The host still holds the (emptied) body: the message replaces it.
+            RequestFlow::Buffer if call.body_paused => RequestBodyStep::Read,
+            RequestFlow::Buffer => {
+                // The last chunk went on, and Envoy lets a filter write no body from
+                // its trailers callback: the message cannot follow. A message that is
+                // wrong anyway says so; either way nothing of it went upstream.
+                let body = std::mem::take(&mut call.kept);
+                let rejection = match call.canonical_request(body, limits) {
+                    Err(rejection) => rejection,
+                    Ok(_) => Rejection::new(
+                        Code::InvalidArgument,
+                        "the request body ended with trailers, which gRPC and Connect \
+                         requests do not carry; this gateway forwards a rewritten \
+                         request only when its body ends with its last data (nothing \
+                         was executed)",
+                    ),
+                };
+                let reply = call.client.reply(&rejection);
+                self.answer(RequestBodyStep::Reply(reply))
+            }
             RequestFlow::Inject => {
                 call.request = RequestFlow::Done;
                 RequestBodyStep::Replace(call.get_message.take().unwrap_or_default())
@@ -766,13 +820,32 @@ impl Exchange {
         }
     }
 
-    /// The complete buffered request body → the canonical body, or an error answer.
-    pub fn finish_request(&mut self, body: Vec<u8>) -> Result<Payload, Reply> {
+    /// A request body chunk moved into the filter ([`RequestBodyStep::Keep`]).
+    pub fn keep_request(&mut self, chunk: Vec<u8>) {
+        if let State::Call(call) = &mut self.state {
+            if call.kept.is_empty() {
+                call.kept = chunk;
+            } else {
+                call.kept.extend_from_slice(&chunk);
+            }
+        }
+    }
+
+    /// The last of the request body (what the host holds at its end) → the canonical
+    /// body of the whole (the chunks kept before, then these bytes), or an error answer.
+    pub fn finish_request(&mut self, last: Vec<u8>) -> Result<Payload, Reply> {
         let limits = self.limits();
         let State::Call(call) = &mut self.state else {
-            return Ok(Payload::whole(body));
+            return Ok(Payload::whole(last));
         };
         call.request = RequestFlow::Done;
+        let body = if call.kept.is_empty() {
+            last
+        } else {
+            let mut body = std::mem::take(&mut call.kept);
+            body.extend_from_slice(&last);
+            body
+        };
         match call.canonical_request(body, limits) {
             Ok(payload) => Ok(payload),
             Err(rejection) => {
@@ -1078,6 +1151,8 @@ impl Call {
             lost: None,
             request,
             streamed: 0,
+            kept: Vec::new(),
+            body_paused: false,
             get_message: None,
             response: ResponseFlow::Idle,
         })

@@ -233,20 +233,175 @@ fn grpc_json_is_unframed_and_encoded() {
 }
 
 #[test]
-fn buffered_request_waits_for_the_end() {
-    let (mut ex, _) = start(&head(EXECUTE, "application/json"));
-    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
-    assert_eq!(ex.on_request_body(20, false), RequestBodyStep::Wait);
+fn a_rewritten_request_is_kept_chunk_by_chunk_until_its_end() {
+    // Held headers (Execute's class): each chunk is kept and the callback pauses (a
+    // `Continue` would let the headers go on).
+    let (mut ex, step) = start(&head(EXECUTE, "application/json"));
+    assert!(matches!(step, RequestHeadersStep::Hold(_)), "{step:?}");
+    assert_eq!(
+        ex.on_request_body(10, false),
+        RequestBodyStep::Keep { pause: true }
+    );
+    assert_eq!(
+        ex.on_request_body(20, false),
+        RequestBodyStep::Keep { pause: true }
+    );
     assert_eq!(ex.on_request_body(30, true), RequestBodyStep::Read);
+    // Headers gone on (an RPC without a class): each emptied chunk goes on.
+    let (mut ex, step) = start(&head(CREATE_SESSION, "application/json"));
+    assert!(matches!(step, RequestHeadersStep::Forward(_)), "{step:?}");
+    assert_eq!(
+        ex.on_request_body(10, false),
+        RequestBodyStep::Keep { pause: false }
+    );
+    assert_eq!(ex.on_request_body(0, true), RequestBodyStep::Read);
+}
+
+/// Sends `body` in chunks of `size` bytes, keeping each as the host does; the canonical
+/// body or the reply (at whichever chunk it came).
+fn send_chunked(ex: &mut Exchange, body: &[u8], size: usize) -> Result<Vec<u8>, Reply> {
+    let chunks: Vec<&[u8]> = body.chunks(size).collect();
+    let (last, rest) = chunks.split_last().unwrap();
+    for chunk in rest {
+        match ex.on_request_body(chunk.len(), false) {
+            RequestBodyStep::Keep { .. } => ex.keep_request(chunk.to_vec()),
+            RequestBodyStep::Reply(reply) => return Err(reply),
+            other => panic!("expected Keep, got {other:?}"),
+        }
+    }
+    match ex.on_request_body(last.len(), true) {
+        RequestBodyStep::Read => ex
+            .finish_request(last.to_vec())
+            .map(|p| p.as_slice().to_vec()),
+        RequestBodyStep::Reply(reply) => Err(reply),
+        other => panic!("expected Read, got {other:?}"),
+    }
 }
 
 #[test]
-fn request_trailers_end_a_buffered_body() {
+fn kept_chunks_make_the_message_whatever_the_protocol() {
+    let query = format!("INSERT INTO t VALUES ('{}')", "x".repeat(300));
+    let msg = ExecuteRequest {
+        query: query.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let json = serde_json::to_vec(&json!({ "query": query })).unwrap();
+    for (ct, body) in [
+        ("application/json", json.clone()),
+        ("application/grpc", framed(&msg)),
+        ("application/grpc+json", framed(&json)),
+        ("application/connect+proto", framed(&msg)),
+    ] {
+        for size in [1, 7, 64, body.len()] {
+            let path = if ct.starts_with("application/connect") {
+                STREAM_EXECUTE
+            } else {
+                EXECUTE
+            };
+            let (mut ex, _) = start(&head(path, ct));
+            let canonical = send_chunked(&mut ex, &body, size).unwrap();
+            assert_eq!(
+                ExecuteRequest::decode(&canonical[..]).unwrap().query,
+                query,
+                "{ct} in chunks of {size}"
+            );
+        }
+    }
+}
+
+#[test]
+fn kept_chunks_count_against_the_limit_as_they_arrive() {
+    let json = serde_json::to_vec(&json!({ "query": "x".repeat(1100) })).unwrap();
+    for affinity in [false, true] {
+        let mut ex = exchange(affinity);
+        ex.on_request_headers(&head(EXECUTE, "application/json"), false);
+        // Refused at the chunk that passes the limit, before the end.
+        let (mut kept, mut refused) = (0, None);
+        for chunk in json.chunks(300) {
+            match ex.on_request_body(chunk.len(), false) {
+                RequestBodyStep::Keep { .. } => {
+                    ex.keep_request(chunk.to_vec());
+                    kept += chunk.len();
+                }
+                RequestBodyStep::Reply(reply) => {
+                    refused = Some(reply);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(kept, 900);
+        let (status, code, message) = connect_error(&refused.unwrap());
+        assert_eq!((status, code.as_str()), (429, "resource_exhausted"));
+        assert!(message.contains("1000-byte limit"), "{message}");
+        assert_eq!(ex.on_request_body(10, true), RequestBodyStep::Continue);
+    }
+}
+
+#[test]
+fn a_bad_message_is_found_at_the_end_of_the_kept_chunks() {
+    let (mut ex, _) = start(&head(CREATE_SESSION, "application/json"));
+    let (status, code, message) =
+        connect_error(&send_chunked(&mut ex, br#"{"query": "SELECT 1""#, 5).unwrap_err());
+    assert_eq!(
+        (status, code.as_str()),
+        (400, "invalid_argument"),
+        "{message}"
+    );
     let (mut ex, _) = start(&head(EXECUTE, "application/grpc"));
-    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
+    let mut body = framed(b"\x0a\x02hi");
+    body.push(0);
+    let (status, message) = grpc_error(&send_chunked(&mut ex, &body, 3).unwrap_err());
+    assert_eq!(status, 3, "{message}");
+}
+
+#[test]
+fn request_trailers_end_a_kept_body() {
+    // The last body callback paused (held headers): the host still has the (emptied)
+    // body, which the message replaces.
+    let (mut ex, _) = start(&head(EXECUTE, "application/grpc"));
+    assert_eq!(
+        ex.on_request_body(10, false),
+        RequestBodyStep::Keep { pause: true }
+    );
     assert_eq!(ex.on_request_trailers(), RequestBodyStep::Read);
     let (mut ex, _) = start(&head(EXECUTE, "application/proto"));
     assert_eq!(ex.on_request_trailers(), RequestBodyStep::Route(0));
+    // The last chunk went on (headers not held): no body to write the message into.
+    let msg = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let body = framed(&msg);
+    let mut ex = exchange(false).with_hold(Hold::Missing);
+    ex.on_request_headers(&head(EXECUTE, "application/grpc"), false);
+    assert_eq!(
+        ex.on_request_body(body.len(), false),
+        RequestBodyStep::Keep { pause: false }
+    );
+    ex.keep_request(body);
+    let RequestBodyStep::Reply(reply) = ex.on_request_trailers() else {
+        panic!()
+    };
+    let (status, message) = grpc_error(&reply);
+    assert_eq!(status, 3);
+    assert!(message.contains("ended with trailers"), "{message}");
+    // A message that is wrong anyway gets its own error.
+    let mut ex = exchange(false).with_hold(Hold::Missing);
+    ex.on_request_headers(&head(EXECUTE, "application/grpc"), false);
+    assert_eq!(
+        ex.on_request_body(3, false),
+        RequestBodyStep::Keep { pause: false }
+    );
+    ex.keep_request(vec![0, 0, 0]);
+    let RequestBodyStep::Reply(reply) = ex.on_request_trailers() else {
+        panic!()
+    };
+    let (status, message) = grpc_error(&reply);
+    assert_eq!(status, 3);
+    assert!(!message.contains("trailers"), "{message}");
 }
 
 // ----- request: refusals -----
@@ -404,8 +559,11 @@ fn oversized_requests_are_refused_early() {
 
     // Arriving, before the end of the body.
     let (mut ex, _) = start(&head(EXECUTE, "application/json"));
-    assert_eq!(ex.on_request_body(600, false), RequestBodyStep::Wait);
-    let RequestBodyStep::Reply(reply) = ex.on_request_body(1001, false) else {
+    assert_eq!(
+        ex.on_request_body(600, false),
+        RequestBodyStep::Keep { pause: true }
+    );
+    let RequestBodyStep::Reply(reply) = ex.on_request_body(401, false) else {
         panic!()
     };
     assert_eq!(connect_error(&reply).0, 429);
@@ -1213,7 +1371,10 @@ fn early_connect_proto_is_held_until_checked() {
         panic!("{step:?}")
     };
     assert!(edits.remove.contains(&"content-length"));
-    assert_eq!(ex.on_request_body(10, false), RequestBodyStep::Wait);
+    assert_eq!(
+        ex.on_request_body(10, false),
+        RequestBodyStep::Keep { pause: true }
+    );
     assert_eq!(ex.on_request_body(20, true), RequestBodyStep::Read);
     // Headers only (an empty message: an empty query) is refused at once.
     let mut ex = exchange(false);

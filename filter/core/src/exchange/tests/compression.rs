@@ -123,6 +123,49 @@ fn bombs_are_refused_at_the_request_limit_in_every_codec() {
     }
 }
 
+#[test]
+fn compressed_requests_are_kept_chunk_by_chunk_and_inflated_at_their_end() {
+    // A message that packs well: its compressed form is a few chunks, inflated whole.
+    let query = format!("INSERT INTO t VALUES ('{}')", "ab".repeat(400));
+    let proto = ExecuteRequest {
+        query: query.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let zeros = vec![0u8; 1 << 20];
+    for encoding in [Encoding::Gzip, Encoding::S2, Encoding::Zstd] {
+        let name = encoding.name();
+        for (h, body, bomb) in [
+            (
+                with_encoding(head(EXECUTE, "application/grpc"), "grpc-encoding", name),
+                enveloped(COMPRESSED, &compressed(encoding, &proto)),
+                enveloped(COMPRESSED, &compressed(encoding, &zeros)),
+            ),
+            (
+                with_encoding(head(EXECUTE, "application/proto"), "content-encoding", name),
+                compressed(encoding, &proto),
+                compressed(encoding, &zeros),
+            ),
+        ] {
+            for size in [3, 16, 100] {
+                let (mut ex, _) = start(&h);
+                assert_eq!(
+                    super::send_chunked(&mut ex, &body, size).unwrap(),
+                    proto,
+                    "{name} in chunks of {size}"
+                );
+                // A bomb is still refused at the limit, from the kept bytes.
+                let (mut ex, _) = start(&h);
+                let reply = super::send_chunked(&mut ex, &bomb, size).unwrap_err();
+                assert!(
+                    reply.status == 429 || reply.header("grpc-status") == Some("8"),
+                    "{name}: {reply:?}"
+                );
+            }
+        }
+    }
+}
+
 /// An answer of `rows` rows: compressible text, a few KB.
 pub(super) fn large_answer(rows: usize) -> Vec<u8> {
     let mut response = execute_response();
