@@ -18,6 +18,9 @@ const CONTENT_TYPES: &[(&str, &str, &str)] = &[
     ("application/grpc+json", "grpc-encoding", "/psdb.v1alpha1.Database/Execute"),
     ("application/connect+json", "connect-content-encoding", "/psdb.v1alpha1.Database/StreamExecute"),
     ("application/connect+proto", "connect-content-encoding", "/psdb.v1alpha1.Database/StreamExecute"),
+    // gRPC-Web the filter serves itself (no grpc_web filter in front of it).
+    ("application/grpc-web", "grpc-encoding", "/psdb.v1alpha1.Database/Execute"),
+    ("application/grpc-web-text", "grpc-encoding", "/psdb.v1alpha1.Database/Execute"),
 ];
 const ENCODINGS: &[&str] = &["identity", "gzip", "zstd", "snappy", "s2"];
 
@@ -25,8 +28,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
         return;
     };
-    let (content_type, header, path) = CONTENT_TYPES[usize::from(selector & 0x07) % CONTENT_TYPES.len()];
-    let encoding = ENCODINGS[usize::from(selector >> 3) % ENCODINGS.len()];
+    let (content_type, header, path) = CONTENT_TYPES[usize::from(selector & 0x0f) % CONTENT_TYPES.len()];
+    let encoding = ENCODINGS[usize::from(selector >> 4) % ENCODINGS.len()];
     let head = RequestHead {
         method: Some("POST".into()),
         path: Some(path.into()),
@@ -36,7 +39,11 @@ fuzz_target!(|data: &[u8]| {
         ..RequestHead::default()
     };
     let mut exchange = Exchange::new(Rc::new(Config::default()));
-    if !matches!(exchange.on_request_headers(&head, false), RequestHeadersStep::Forward(_)) {
+    // Execute and StreamExecute hold their headers (their statement decides the route).
+    if !matches!(
+        exchange.on_request_headers(&head, false),
+        RequestHeadersStep::Forward(_) | RequestHeadersStep::Hold(_)
+    ) {
         return;
     }
     match exchange.on_request_body(body.len(), true) {
@@ -49,7 +56,7 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
         }
-        RequestBodyStep::Continue | RequestBodyStep::Reply(_) => {}
+        RequestBodyStep::Continue | RequestBodyStep::Reply(_) | RequestBodyStep::Route(_) => {}
         other => panic!("unexpected step {other:?}"),
     }
 });
