@@ -19,10 +19,14 @@ use std::time::Duration;
 const INSTANCE: &str = "ferry-shim-instance";
 const CALL_LIMIT: Duration = Duration::from_secs(10);
 
-fn gateway() -> Config {
-    let port = std::env::var("FERRY_E2E_NO_HOLD_PORT")
-        .expect("FERRY_E2E_NO_HOLD_PORT: the Istio-shaped gateway (scripts/e2e.sh)");
-    cfg().with_port(port.parse().expect("a port"))
+/// The Istio-shaped gateway, when scripts/e2e-meshes.sh runs this file against it (the
+/// main e2e run has none: then these tests say so and pass).
+fn gateway() -> Option<Config> {
+    let Ok(port) = std::env::var("FERRY_E2E_NO_HOLD_PORT") else {
+        eprintln!("skipped: FERRY_E2E_NO_HOLD_PORT (the Istio-shaped gateway, scripts/e2e-meshes.sh) is not set");
+        return None;
+    };
+    Some(cfg().with_port(port.parse().expect("a port")))
 }
 
 /// Execute and StreamExecute in every protocol and codec over HTTP/2 and HTTP/3, and
@@ -30,7 +34,7 @@ fn gateway() -> Config {
 /// the limit (a request held without the flag would hang) and succeeds.
 #[tokio::test]
 async fn every_rpc_in_every_protocol_answers() {
-    let cfg = gateway();
+    let Some(cfg) = gateway() else { return };
     let select = ExecuteRequest {
         query: "SELECT 1".into(),
         ..Default::default()
@@ -154,7 +158,7 @@ async fn a_pinned_session_on_the_wrong_shim_is_refused_and_nothing_runs_there() 
         eprintln!("skipped: the gateway has one shim (FERRY_E2E_NO_HOLD_SHIMS=2 runs it)");
         return;
     }
-    let cfg = gateway();
+    let Some(cfg) = gateway() else { return };
     let t = unique("nohold");
     let (r, _) = execute(
         &cfg,
@@ -228,7 +232,7 @@ async fn a_pinned_session_on_the_wrong_shim_is_refused_and_nothing_runs_there() 
 /// asked).
 #[tokio::test]
 async fn without_the_lua_helper_and_envoys_compressor() {
-    let cfg = gateway();
+    let Some(cfg) = gateway() else { return };
     let auth = cfg.basic_auth();
     let client = ConnectClient::http2(&cfg);
     let get = client
