@@ -459,9 +459,15 @@ fn apply_response_edit<H: Host>(
         BodyEdit::Wrap(header, end) => {
             host.set_body(Body::Response, 0, 0, header)
                 .map_err(failed("set_buffer(prepend to response body)"))?;
-            host.set_body(Body::Response, WHOLE_BODY, 0, end)
-                .map_err(failed("set_buffer(append to response body)"))?;
+            if !end.is_empty() {
+                host.set_body(Body::Response, WHOLE_BODY, 0, end)
+                    .map_err(failed("set_buffer(append to response body)"))?;
+            }
         }
+        BodyEdit::Append(end) if end.is_empty() => {}
+        BodyEdit::Append(end) => host
+            .set_body(Body::Response, WHOLE_BODY, 0, end)
+            .map_err(failed("set_buffer(append to response body)"))?,
         BodyEdit::Replace(body) => host
             .set_body(Body::Response, 0, body_size, body)
             .map_err(failed("set_buffer(response body)"))?,

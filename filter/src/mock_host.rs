@@ -27,7 +27,11 @@
 //!   Too Large`: what a paused body callback leaves (its chunk, or what the filter
 //!   wrote into the body), and each chunk added to that buffer before the next body
 //!   callback. A chunk of a callback that continues is the codec's, never counted;
-//!   emptying a chunk (`set_body(0, len, [])`, which Envoy accepts) empties the buffer;
+//!   emptying a chunk (`set_body(0, len, [])`, which Envoy accepts) empties the buffer.
+//!   The same limit on the response body Envoy buffers (a paused response body
+//!   callback's chunk, what the filter writes into it, each chunk added to it) resets
+//!   the stream (`response_payload_too_large`: its headers went out), the trap of
+//!   envoy-wasm-notes.md;
 //! - the plugin configuration exists only in `on_configure`.
 
 use proxy_wasm::traits::HttpContext;
@@ -268,6 +272,11 @@ pub(crate) struct MockHost {
     pub buffer_limit: Option<usize>,
     /// Envoy answered 413 itself: the request body it buffered outgrew `buffer_limit`.
     pub payload_too_large: bool,
+    /// Envoy reset the stream itself: the response body it buffered outgrew
+    /// `buffer_limit` (`response_payload_too_large`).
+    pub response_too_large: bool,
+    /// The most response body bytes Envoy buffered at once (for the filter).
+    pub response_buffered_peak: usize,
 }
 
 impl MockHost {
@@ -328,6 +337,18 @@ impl MockHost {
                 headers: vec![("content-type".into(), "text/plain".into())],
                 body: b"Payload Too Large".to_vec(),
             });
+        }
+    }
+
+    /// The same watermark on the response body Envoy buffers for the filter: past
+    /// `buffer_limit`, Envoy resets the stream (its headers went out).
+    fn check_response_buffer(&mut self) {
+        let buffered = self.response.body.len();
+        self.response_buffered_peak = self.response_buffered_peak.max(buffered);
+        let over = self.buffer_limit.is_some_and(|limit| buffered > limit);
+        if over && !self.reset {
+            self.response_too_large = true;
+            self.reset = true;
         }
     }
 
@@ -442,11 +463,13 @@ impl MockHost {
                     side.send_body();
                 } else {
                     side.buffering = true;
+                    // The paused callback's chunk moves into Envoy's buffer.
                     if phase.is_request() {
-                        // The paused callback's chunk moves into Envoy's buffer.
                         self.check_request_buffer();
-                        return;
+                    } else {
+                        self.check_response_buffer();
                     }
+                    return;
                 }
             }
             _ => {
@@ -577,9 +600,12 @@ impl Host for MockHost {
         } else {
             current.extend_from_slice(bytes);
         }
+        // Written into the body Envoy buffers (a paused callback's): watermarked.
         if body == Body::Request && self.request.buffering {
-            // Written into the body Envoy buffers (a paused callback's): watermarked.
             self.check_request_buffer();
+        }
+        if body == Body::Response && self.response.buffering {
+            self.check_response_buffer();
         }
         Ok(())
     }
@@ -820,11 +846,20 @@ impl Stream {
     pub fn response_body(&mut self, chunk: &[u8], end_of_stream: bool) -> Action {
         self.begin(Phase::ResponseBody { end_of_stream });
         let side = &mut self.filter.host.response;
-        if !side.buffering {
+        let buffered = side.buffering;
+        if !buffered {
             side.body.clear();
         }
         side.body.extend_from_slice(chunk);
         let size = side.body.len();
+        if buffered {
+            // Envoy adds the chunk to what it buffers for the filter before calling it.
+            self.filter.host.check_response_buffer();
+            if self.filter.host.response_too_large {
+                self.filter.host.phase = Phase::Idle;
+                return Action::Pause;
+            }
+        }
         let action = self.filter.on_http_response_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
@@ -1075,6 +1110,35 @@ mod rules {
         assert_eq!(host.set_body(Body::Request, 0, 0, b"hello"), Ok(()));
         assert!(host.payload_too_large);
         assert_eq!(host.local_reply.as_ref().map(|r| r.status), Some(413));
+        assert!(host.violations.is_empty());
+    }
+
+    #[test]
+    fn envoy_resets_for_response_bytes_it_buffers_past_its_limit() {
+        let mut host = host_in(Phase::ResponseBody {
+            end_of_stream: false,
+        });
+        host.buffer_limit = Some(4);
+        // A chunk that goes on is never counted, even replaced by more.
+        host.response.body = b"abcdefgh".to_vec();
+        assert_eq!(host.set_body(Body::Response, 0, 8, b"0123456789"), Ok(()));
+        host.finish(Action::Continue);
+        assert!(!host.response_too_large && !host.reset);
+        // An emptied chunk that pauses buffers nothing.
+        host.phase = Phase::ResponseBody {
+            end_of_stream: false,
+        };
+        host.response.body = b"abcdefgh".to_vec();
+        assert_eq!(host.set_body(Body::Response, 0, 8, b""), Ok(()));
+        host.finish(Action::Pause);
+        assert!(!host.response_too_large);
+        // Written into the buffered body past the limit: Envoy resets the stream.
+        host.phase = Phase::ResponseBody {
+            end_of_stream: true,
+        };
+        assert_eq!(host.set_body(Body::Response, 0, 0, b"hello"), Ok(()));
+        assert!(host.response_too_large && host.reset);
+        assert_eq!(host.response_buffered_peak, 5);
         assert!(host.violations.is_empty());
     }
 

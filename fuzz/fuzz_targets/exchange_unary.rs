@@ -121,6 +121,7 @@ fuzz_target!(|data: &[u8]| {
             BodyEdit::Prepend(header) => {
                 buffered.splice(0..0, header);
             }
+            BodyEdit::Append(tail) => buffered.extend_from_slice(&tail),
             // gRPC-Web served by the filter: the envelope in front, the trailer frame after.
             BodyEdit::Wrap(header, tail) => {
                 buffered.splice(0..0, header);

@@ -255,6 +255,9 @@ pub enum BodyEdit {
     /// Put the envelope header in front of the body and these bytes after it (a
     /// gRPC-Web trailer frame): the body itself never enters the VM either.
     Wrap([u8; crate::envelope::HEADER_LEN], Vec<u8>),
+    /// Put these bytes after the body (the end of an answer whose chunks went on as
+    /// they came: nothing, or a gRPC-Web trailer frame).
+    Append(Vec<u8>),
     Replace(Vec<u8>),
 }
 
@@ -357,6 +360,12 @@ struct Call {
     /// The client is too near for compression to pay ([`distance`]): its answer goes
     /// uncompressed, and Envoy's compressor is told so (`no-transform`).
     near: bool,
+    /// A gRPC request Envoy's grpc_web filter (in front of this one) converted from
+    /// gRPC-Web, asking for a text answer: that filter encodes our answer after us, and
+    /// stops on every chunk without a whole frame, after which it lets trailers we add
+    /// pass unconverted (as HTTP trailers, which gRPC-Web has not). So a unary answer
+    /// reaches it whole, at its end (framed_unary.rs).
+    behind_web_text: bool,
     /// The request came in early data (0-RTT) and its message decides whether it may
     /// go on: the body is buffered and checked before any of it is forwarded.
     replay_check: Option<early_data::Check>,
@@ -623,6 +632,9 @@ impl Exchange {
         call.answer_encoding = answer_encoding;
         call.envoy_encoding = envoy_encoding;
         call.near = near;
+        call.behind_web_text = client.wire.web_answer().is_none()
+            && client.wire.speaks_grpc()
+            && protocol::grpc_web::asks_text(head.accept.as_deref());
         Ok(call)
     }
 
@@ -1144,6 +1156,7 @@ impl Call {
             answer_encoding: Encoding::Identity,
             envoy_encoding: None,
             near: false,
+            behind_web_text: false,
             replay_check: None,
             hold: false,
             response_hold: false,

@@ -5,7 +5,7 @@
 
 use ferry_compress::Encoding;
 
-use super::framed_unary::{Fed, FramedUnary};
+use super::framed_unary::{Declared, Fed, FramedUnary, Step};
 use super::stream::StreamConverter;
 use super::unary_stream::{Plan, UnaryStream};
 use super::ResponseHeadersStep;
@@ -45,9 +45,12 @@ pub(super) enum ResponseFlow {
     /// A Connect unary success sent on chunk by chunk as it arrives (converted to
     /// JSON, compressed, or as it is after its headers waited for a sample).
     Unary(Box<UnaryStream>),
-    /// A large unary proto success for an enveloped client, compressed into the VM
-    /// as it arrives and framed at its end.
+    /// A unary success for an enveloped client, moved into the VM as it arrives
+    /// (compressed as it comes when that pays) and framed at its end.
     Framed(Box<FramedUnary>),
+    /// A declared, uncompressed proto unary success for an enveloped client: its
+    /// envelope header goes in front of its first chunk, and every chunk goes on.
+    Declared(Declared),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +103,9 @@ impl Call {
             ResponseFlow::Unary(unary) if end_of_stream => {
                 convert(Conversion::Success, status, unary.may_compress())
             }
-            ResponseFlow::Framed(_) if end_of_stream => convert(Conversion::Success, status, false),
+            ResponseFlow::Framed(_) | ResponseFlow::Declared(_) if end_of_stream => {
+                convert(Conversion::Success, status, false)
+            }
             // gRPC-Web served here reads Envoy's trailers-only gRPC answers, but a gRPC
             // body would pass without its trailer frame (or its base64): foreign.
             ResponseFlow::Pass if !end_of_stream && client.wire.web_answer().is_some() => {
@@ -165,7 +170,7 @@ impl Call {
                 };
             }
             ResponseFlow::Convert { kind, held, .. } => (*kind, *held),
-            ResponseFlow::Framed(_) => (Conversion::Success, false),
+            ResponseFlow::Framed(_) | ResponseFlow::Declared(_) => (Conversion::Success, false),
         };
         let connect_lost = lost && self.lost.is_some() && !client.wire.enveloped();
         // A Connect client with the pinned request's context gets the RPC's own answer.
@@ -228,15 +233,23 @@ impl Call {
             return ResponseFlow::Stream(Box::new(StreamConverter::new(settings.limits)));
         }
         if shim_unary && wire.enveloped() {
-            // A proto answer that may be large and compressed is compressed as it
-            // comes; anything else (JSON, identity, within the sample) goes whole.
-            let within_sample = declared.is_some_and(|n| n < settings.compression.sample_bytes);
-            if self.client.codec == Codec::Proto && !within_sample {
-                if let Some(framed) = FramedUnary::new(self.answer_encoding) {
-                    return ResponseFlow::Framed(Box::new(framed));
+            // Its length goes in front of it, yet Envoy must not buffer it (its limit
+            // would reset the stream after the 200): a declared uncompressed proto
+            // answer goes on chunk by chunk behind its header; anything else moves into
+            // the VM as it comes and is framed at its end (framed_unary.rs).
+            let proto = self.client.codec == Codec::Proto;
+            let text = wire.web_answer().is_some_and(|web| web.text) || self.behind_web_text;
+            if let (Some(len), true, false) = (declared, proto, text) {
+                let uncompressed = self.answer_encoding == Encoding::Identity
+                    || len < settings.compression.min_bytes;
+                if uncompressed && wire.end(None).body.is_empty() {
+                    return ResponseFlow::Declared(Declared::new(len));
                 }
             }
-            return convert(Conversion::Success, status, false);
+            let judge = proto.then_some(self.answer_encoding);
+            let mut framed = FramedUnary::new(judge);
+            framed.pause = self.behind_web_text;
+            return ResponseFlow::Framed(Box::new(framed));
         }
         if shim_unary {
             // Connect unary names its encoding in its headers, before the body; the
@@ -326,18 +339,15 @@ impl Call {
                 };
             }
             ResponseFlow::Framed(framed) => {
-                framed.at_end = end_of_stream;
-                let whole = framed.sampling()
-                    && (end_of_stream || limits.check_response(body_size).is_err());
-                if framed.sampling() && !whole && body_size < settings.compression.sample_bytes {
-                    return ResponseBodyStep::Wait;
-                }
+                // One chunk that is the whole body: answered whole as before (an
+                // uncompressed proto message only gets its header prepended).
+                let whole = end_of_stream && framed.is_empty();
                 let overflowed = !whole && !framed.admit(body_size, limits);
                 if !whole && !overflowed {
+                    framed.at_end = end_of_stream;
                     return ResponseBodyStep::Read(body_size);
                 }
-                // Whole after all (what is buffered is all of it), or too large: the
-                // buffered path answers, as for any other enveloped success.
+                // Too large: the rest is discarded, and the end says so (grpc-status 8).
                 self.response = ResponseFlow::Convert {
                     kind: Conversion::Success,
                     status: 200,
@@ -345,6 +355,42 @@ impl Call {
                     held: false,
                 };
                 return self.on_response_body(body_size, end_of_stream, settings);
+            }
+            ResponseFlow::Declared(declared) => {
+                let len = declared.len();
+                let header = |pause: bool, prepend: bool| match envelope::header(0, len) {
+                    Some(header) => ResponseBodyStep::Finish(ResponseEdit {
+                        body: if prepend {
+                            BodyEdit::Prepend(header)
+                        } else {
+                            BodyEdit::Keep
+                        },
+                        pause,
+                        ..ResponseEdit::default()
+                    }),
+                    None => ResponseBodyStep::Reset("response message is too large".into()),
+                };
+                return match declared.body(body_size, end_of_stream) {
+                    Step::Pass { prepend } => header(false, prepend),
+                    Step::Hold { prepend } => header(true, prepend),
+                    Step::End => {
+                        self.response = ResponseFlow::Idle;
+                        let end = client.wire.end(None);
+                        ResponseBodyStep::Finish(ResponseEdit {
+                            body: BodyEdit::Append(end.body),
+                            trailers: end.trailers,
+                            ..ResponseEdit::default()
+                        })
+                    }
+                    Step::Whole => {
+                        self.response = convert(Conversion::Success, 200, false);
+                        self.on_response_body(body_size, end_of_stream, settings)
+                    }
+                    Step::Mismatch(message) => {
+                        self.response = ResponseFlow::Idle;
+                        ResponseBodyStep::Reset(message)
+                    }
+                };
             }
             ResponseFlow::Unary(unary) => {
                 unary.at_end = end_of_stream;
@@ -488,15 +534,36 @@ impl Call {
                     ),
                 }
             }
-            // The sample is still buffered by Envoy: the answer goes whole.
-            ResponseFlow::Framed(framed) if framed.sampling() => {
-                self.response = convert(Conversion::Success, 200, false);
-                ResponseBodyStep::Read(limits.max_response_bytes)
+            // Every chunk went on (emptied): the message cannot follow HTTP trailers
+            // (the shim never sends any with a unary answer).
+            ResponseFlow::Framed(_) => {
+                self.response = ResponseFlow::Idle;
+                ResponseBodyStep::Reset(
+                    "the shim's answer ended with HTTP trailers; its message cannot follow them"
+                        .into(),
+                )
             }
-            // What Envoy holds is the rest (the kept chunks were emptied).
-            ResponseFlow::Framed(framed) => {
-                framed.at_end = true;
-                ResponseBodyStep::Read(limits.max_response_bytes)
+            ResponseFlow::Declared(declared) => {
+                let checked = declared.trailers();
+                let holds = declared.holds();
+                self.response = ResponseFlow::Idle;
+                match checked {
+                    Err(message) => ResponseBodyStep::Reset(message),
+                    Ok(()) => {
+                        let end = self.client.wire.end(None);
+                        // A held chunk can still take the end's body (a gRPC-Web frame).
+                        let body = if holds {
+                            BodyEdit::Append(end.body)
+                        } else {
+                            BodyEdit::Keep
+                        };
+                        ResponseBodyStep::Finish(ResponseEdit {
+                            body,
+                            trailers: end.trailers,
+                            ..ResponseEdit::default()
+                        })
+                    }
+                }
             }
             // Still held: Envoy buffered the body, which is converted whole.
             ResponseFlow::Unary(unary) if unary.holds() => {
@@ -543,26 +610,23 @@ impl Call {
                 }
                 converted
             }
+            // Each chunk moves into the VM and Envoy's goes on emptied (a continued
+            // callback: the end's chunk is not held against Envoy's buffer limit).
             ResponseFlow::Framed(framed) => match framed.feed(body, settings) {
                 Fed::Kept => Ok(ResponseEdit {
-                    pause: true,
+                    pause: framed.pause,
                     ..ResponseEdit::replace(Vec::new(), Vec::new())
                 }),
-                // The sample does not pay: uncompressed and whole, Envoy keeping what
-                // it buffered until the end (its header then goes in front of it).
-                Fed::Whole => {
-                    self.answer_encoding = Encoding::Identity;
-                    self.response = convert(Conversion::Success, 200, false);
-                    Ok(ResponseEdit {
-                        pause: true,
-                        ..ResponseEdit::default()
-                    })
-                }
                 Fed::Done(message) => {
                     self.response = ResponseFlow::Idle;
                     Ok(self.framed(COMPRESSED, message))
                 }
+                Fed::Whole { kept, refused } => {
+                    self.response = ResponseFlow::Idle;
+                    self.whole_message(kept, refused, settings)
+                }
             },
+            ResponseFlow::Declared(_) => Ok(ResponseEdit::default()),
             ResponseFlow::Convert {
                 kind, status, held, ..
             } => {
@@ -607,6 +671,48 @@ impl Call {
         if let Some(edit) = self.prepend_only(body.len(), settings) {
             return Ok(edit);
         }
+        self.success_whole(body, held, settings)
+    }
+
+    /// A whole message kept in the VM (after [`HEADER_LEN`] bytes of room) for an
+    /// enveloped client: framed in place when it goes uncompressed in proto (no copy),
+    /// else converted as any whole answer. `refused`: its sample did not pay.
+    fn whole_message(
+        &self,
+        mut kept: Vec<u8>,
+        refused: bool,
+        settings: &Config,
+    ) -> Result<ResponseEdit, Reset> {
+        let message_len = kept.len().saturating_sub(HEADER_LEN);
+        let uncompressed = refused
+            || self.answer_encoding == Encoding::Identity
+            || message_len < settings.compression.min_bytes;
+        if self.client.codec != Codec::Proto || !uncompressed {
+            return self.success_whole(kept.get(HEADER_LEN..).unwrap_or_default(), false, settings);
+        }
+        let end = self.client.wire.end(None);
+        match (envelope::header(0, message_len), kept.get_mut(..HEADER_LEN)) {
+            (Some(header), Some(slot)) => slot.copy_from_slice(&header),
+            _ => {
+                return Ok(error_edit(
+                    self.client,
+                    Code::ResourceExhausted,
+                    "response message is too large",
+                ))
+            }
+        }
+        kept.extend_from_slice(&end.body);
+        Ok(ResponseEdit::replace(kept, end.trailers))
+    }
+
+    /// [`Call::success`] for a message that is converted whatever its size (it is in
+    /// the VM, or Envoy's chunk is not the whole of it).
+    fn success_whole(
+        &self,
+        body: &[u8],
+        held: bool,
+        settings: &Config,
+    ) -> Result<ResponseEdit, Reset> {
         let client = self.client;
         let rpc = self.rpc;
         let limits = settings.limits;
@@ -821,7 +927,7 @@ fn headers_only(status: u16, mut edits: HeaderEdits, edit: ResponseEdit) -> Resp
         BodyEdit::Keep => Vec::new(),
         BodyEdit::Prepend(header) => header.to_vec(),
         BodyEdit::Wrap(header, end) => [header.as_slice(), &end].concat(),
-        BodyEdit::Replace(body) => body,
+        BodyEdit::Append(body) | BodyEdit::Replace(body) => body,
     };
     edits.set.extend(edit.headers.set);
     let trailers = if body.is_empty() {

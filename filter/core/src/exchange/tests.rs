@@ -1055,11 +1055,21 @@ fn declared_oversized_responses_are_replaced_before_their_headers_go_out() {
 
 #[test]
 fn growing_oversized_responses() {
-    // gRPC: the rest is discarded and the status says why.
+    // gRPC: each chunk moves into the VM; past the limit the rest is discarded and
+    // the status says why.
     let mut ex = forwarded(EXECUTE, "application/grpc");
     let _ = ex.on_response_headers(&response("200", "application/proto"), false);
-    assert_eq!(ex.on_response_body(2000, false), ResponseBodyStep::Wait);
-    assert_eq!(ex.on_response_body(2001, false), ResponseBodyStep::Discard);
+    assert_eq!(
+        ex.on_response_body(2000, false),
+        ResponseBodyStep::Read(2000)
+    );
+    let kept = ex.finish_response(&[0; 2000]).unwrap();
+    assert_eq!(
+        kept,
+        ResponseEdit::replace(Vec::new(), Vec::new()),
+        "emptied, goes on"
+    );
+    assert_eq!(ex.on_response_body(1, false), ResponseBodyStep::Discard);
     assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
     let ResponseBodyStep::Finish(edit) = ex.on_response_body(10, true) else {
         panic!()
@@ -1167,13 +1177,39 @@ fn headers_only_answers() {
 }
 
 #[test]
-fn response_trailers_end_a_held_body() {
+fn response_trailers_end_a_unary_answer_only_where_it_can_be_completed() {
+    // Kept in the VM, the chunks went on emptied: the message cannot follow trailers.
     let mut ex = forwarded(EXECUTE, "application/grpc");
     let _ = ex.on_response_headers(&response("200", "application/proto"), false);
-    assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Wait);
-    assert_eq!(ex.on_response_trailers(), ResponseBodyStep::Read(2000));
-    let edit = ex.finish_response(&[0x12, 0x01, b'x']).unwrap();
+    assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Read(10));
+    ex.finish_response(&[0; 10]).unwrap();
+    assert!(matches!(
+        ex.on_response_trailers(),
+        ResponseBodyStep::Reset(_)
+    ));
+    // Declared: the chunk that completes it is held, and the trailers end it.
+    let mut head = response("200", "application/proto");
+    head.content_length = Some("3".into());
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let _ = ex.on_response_headers(&head, false);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(3, false) else {
+        panic!()
+    };
     assert_eq!(edit.body, BodyEdit::Prepend([0, 0, 0, 0, 3]));
+    assert!(edit.pause);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_trailers() else {
+        panic!()
+    };
+    assert_eq!(edit.body, BodyEdit::Append(Vec::new()));
+    assert_eq!(edit.trailers, ok_trailers());
+    // Declared, its trailers before its declared end: reset.
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let _ = ex.on_response_headers(&head, false);
+    let _ = ex.on_response_body(2, false);
+    assert!(matches!(
+        ex.on_response_trailers(),
+        ResponseBodyStep::Reset(m) if m.contains("shorter")
+    ));
 }
 
 #[test]

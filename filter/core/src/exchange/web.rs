@@ -61,6 +61,10 @@ pub(super) fn edit(answer: Answer, edit: ResponseEdit) -> Result<ResponseEdit, R
                 end.extend_from_slice(&frame);
                 BodyEdit::Wrap(header, end)
             }
+            BodyEdit::Append(mut end) => {
+                end.extend_from_slice(&frame);
+                BodyEdit::Append(end)
+            }
             // The body went on already (a stream whose end came with HTTP trailers):
             // nothing can follow it but trailers, which gRPC-Web does not have.
             BodyEdit::Keep => {
@@ -74,7 +78,7 @@ pub(super) fn edit(answer: Answer, edit: ResponseEdit) -> Result<ResponseEdit, R
     let body = match body {
         BodyEdit::Replace(bytes) if answer.text => BodyEdit::Replace(text::encode(&bytes)),
         // Not taken for text (see above): never let the shim's bytes out unencoded.
-        BodyEdit::Prepend(_) | BodyEdit::Wrap(..) if answer.text => {
+        BodyEdit::Prepend(_) | BodyEdit::Wrap(..) | BodyEdit::Append(_) if answer.text => {
             return Err(Reset(
                 "a gRPC-Web text answer cannot pass the shim's body unencoded".into(),
             ))

@@ -141,6 +141,7 @@ fn applied(edit: &ResponseEdit, body: &[u8]) -> Vec<u8> {
         BodyEdit::Keep => body.to_vec(),
         BodyEdit::Prepend(header) => [&header[..], body].concat(),
         BodyEdit::Wrap(header, end) => [&header[..], body, end].concat(),
+        BodyEdit::Append(end) => [body, end].concat(),
         BodyEdit::Replace(bytes) => bytes.clone(),
     }
 }
