@@ -22,6 +22,7 @@
 //! their end, while a Connect unary success that cannot be completed is reset.
 
 mod framed_unary;
+mod json_failure;
 mod request;
 mod response;
 mod stream;

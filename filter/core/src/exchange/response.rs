@@ -6,12 +6,12 @@
 use ferry_compress::Encoding;
 
 use super::framed_unary::{Declared, Fed, FramedUnary, Step};
+use super::json_failure::json_failure;
 use super::stream::StreamConverter;
 use super::unary_stream::{Plan, UnaryStream};
 use super::ResponseHeadersStep;
 use super::{BodyEdit, Call, Reset, ResponseBodyStep, ResponseEdit, ResponseHead};
 use crate::affinity;
-use crate::codec::json::ToJsonError;
 use crate::compression;
 use crate::config::Config;
 use crate::envelope::{self, COMPRESSED, HEADER_LEN};
@@ -820,27 +820,6 @@ fn convert(kind: Conversion, status: u16, held: bool) -> ResponseFlow {
         status,
         overflowed: false,
         held,
-    }
-}
-
-/// The code and message for a response that could not be written as JSON.
-pub(super) fn json_failure(rpc: &Rpc, e: ToJsonError, limits: Limits) -> (Code, String) {
-    match e {
-        ToJsonError::Invalid(e) => (
-            Code::Internal,
-            format!("the shim's {} response is not valid: {e}", rpc.name),
-        ),
-        // Protojson outgrows the proto (base64): a message under the limit can
-        // convert to JSON over it. Envoy resets a stream whose body is replaced
-        // past its buffer limit from inside the callback, which the VM cannot
-        // survive, so the JSON is capped while it is written.
-        ToJsonError::TooLarge => (
-            Code::ResourceExhausted,
-            format!(
-                "the answer converted to JSON is over the {}-byte response limit; select fewer rows or columns",
-                limits.max_response_bytes
-            ),
-        ),
     }
 }
 

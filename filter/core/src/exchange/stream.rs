@@ -18,7 +18,7 @@
 
 use ferry_compress::Encoding;
 
-use super::response::json_failure;
+use super::json_failure::json_failure;
 use super::ResponseEdit;
 use crate::compression;
 use crate::config::Config;

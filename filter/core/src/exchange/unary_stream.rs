@@ -19,7 +19,7 @@
 
 use ferry_compress::{Encoding, StreamEncoder};
 
-use super::response::json_failure;
+use super::json_failure::json_failure;
 use super::{BodyEdit, Reset, ResponseEdit};
 use crate::codec::json::ToJsonError;
 use crate::codec::json_stream::Transcoder;
