@@ -234,9 +234,50 @@ pub fn sql_message(message: &str, errno: u16, sqlstate: &str) -> String {
     format!("{message} (errno {errno}) (sqlstate {sqlstate})")
 }
 
+/// A MySQL error the shim reports itself, named as vitess's `sqlerror` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqlError {
+    pub errno: u16,
+    pub sqlstate: &'static str,
+}
+
+/// Arguments that do not fit the statement (bind variables, placeholders).
+pub const ER_WRONG_ARGUMENTS: SqlError = SqlError {
+    errno: 1210,
+    sqlstate: "HY000",
+};
+/// A value a variable cannot take (`SET workload = ...`).
+pub const ER_WRONG_VALUE_FOR_VAR: SqlError = SqlError {
+    errno: 1231,
+    sqlstate: "42000",
+};
+
+impl SqlError {
+    /// `message` worded as vitess words this error ([`sql_message`]).
+    pub fn message(self, message: &str) -> String {
+        sql_message(message, self.errno, self.sqlstate)
+    }
+}
+
+/// The message of a statement whose MySQL connection broke under it.
+pub fn lost_connection(e: &impl std::fmt::Display) -> String {
+    format!("lost the MySQL connection: {e}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shims_own_errors_map_as_mysqls() {
+        for e in [ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR] {
+            assert_eq!(sql_code(e.errno), Code::InvalidArgument);
+        }
+        assert_eq!(
+            ER_WRONG_ARGUMENTS.message("bad"),
+            "bad (errno 1210) (sqlstate HY000)"
+        );
+    }
 
     #[test]
     fn tables_are_sorted_without_duplicates() {

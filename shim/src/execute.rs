@@ -47,7 +47,9 @@ use crate::cancel;
 use crate::column_types::{describer, Describer};
 use crate::connect_error::ConnectError;
 use crate::deadline::Deadline;
-use crate::error_map::{sql_code, sql_message};
+use crate::error_map::{
+    lost_connection, sql_code, sql_message, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
+};
 use crate::gtid::{self, WaitError};
 use crate::log::Level;
 use crate::olap;
@@ -657,10 +659,7 @@ async fn read_after_write(app: &App, start: Start) -> Result<Start, ConnectError
         }
         Err(WaitError::Mysql(e)) => {
             drop(ready); // broken: the pool discards it
-            Err(ConnectError::new(
-                Code::Unavailable,
-                format!("lost the MySQL connection: {e}"),
-            ))
+            Err(ConnectError::new(Code::Unavailable, lost_connection(&e)))
         }
     }
 }
@@ -724,7 +723,7 @@ fn answered(session: Session, error: RpcError) -> Start {
 /// Bind variables that do not fit the statement: `invalid_argument`, worded
 /// as a MySQL error (ER_WRONG_ARGUMENTS) for clients that map it to one.
 fn bind_error(e: &BindError) -> RpcError {
-    rpc_error(Code::InvalidArgument, sql_message(&e.0, 1210, "HY000"))
+    rpc_error(Code::InvalidArgument, ER_WRONG_ARGUMENTS.message(&e.0))
 }
 
 /// Verifies the request's session: its sealed token (`None`: a new
@@ -890,7 +889,7 @@ fn switch_workload(
             None,
             Some(rpc_error(
                 Code::InvalidArgument,
-                sql_message(&format!("invalid workload: {value}"), 1231, "42000"),
+                ER_WRONG_VALUE_FOR_VAR.message(&format!("invalid workload: {value}")),
             )),
         ),
     };
@@ -1055,10 +1054,7 @@ async fn run_pooled(
                 user = creds.user,
                 error = e
             );
-            return Err(ConnectError::new(
-                Code::Unavailable,
-                format!("lost the MySQL connection: {e}"),
-            ));
+            return Err(ConnectError::new(Code::Unavailable, lost_connection(&e)));
         }
         Ran::Stopped(why) => {
             cancel::stop(&app.pools, creds, conn, why.reason()).await;
@@ -1315,10 +1311,8 @@ async fn run_statement(
             required,
             supplied,
         }))) => {
-            return Ok(Outcome::Invalid(sql_message(
+            return Ok(Outcome::Invalid(ER_WRONG_ARGUMENTS.message(
                 &format!("the server reads {required} placeholders in the statement, and {supplied} values were bound"),
-                1210,
-                "HY000",
             )))
         }
         // No infile handler is installed, on purpose: the shim's files are not

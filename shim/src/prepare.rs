@@ -14,7 +14,7 @@ use crate::auth::Credentials;
 use crate::bind::{self, Mode};
 use crate::column_types::describer;
 use crate::connect_error::ConnectError;
-use crate::error_map::sql_message;
+use crate::error_map::{lost_connection, ER_WRONG_ARGUMENTS};
 use crate::execute::{self, Start};
 use crate::log::Level;
 use crate::server::App;
@@ -49,7 +49,7 @@ pub async fn prepare(
         Err(e) => {
             ready.release_clean();
             return Ok(failed(RpcError {
-                message: sql_message(&e.0, 1210, "HY000"),
+                message: ER_WRONG_ARGUMENTS.message(&e.0),
                 code: Code::InvalidArgument as i32,
             }));
         }
@@ -95,10 +95,7 @@ pub async fn prepare(
                 user = creds.user,
                 error = e
             );
-            Err(ConnectError::new(
-                Code::Unavailable,
-                format!("lost the MySQL connection: {e}"),
-            ))
+            Err(ConnectError::new(Code::Unavailable, lost_connection(&e)))
         }
     }
 }
