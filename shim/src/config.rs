@@ -2,6 +2,7 @@
 use crate::account::AccountPolicy;
 use crate::listen_tls::ListenTls;
 use crate::log::Level;
+use crate::mysql_target::MysqlTarget;
 use crate::mysql_tls::MysqlTls;
 use crate::result::ResultLimits;
 use crate::role::Role;
@@ -9,22 +10,6 @@ use crate::sink::ChunkPolicy;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Where MySQL listens: a unix socket is preferred when co-located (no TCP stack).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MysqlTarget {
-    Socket(PathBuf),
-    Tcp { host: String, port: u16 },
-}
-
-impl std::fmt::Display for MysqlTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MysqlTarget::Socket(path) => write!(f, "unix:{}", path.display()),
-            MysqlTarget::Tcp { host, port } => write!(f, "{host}:{port}"),
-        }
-    }
-}
 
 /// Sessions: sealing and pins (seal.rs, session.rs).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -33,7 +33,7 @@
 //!
 //! The packets are mysql_common's (the protocol crate under mysql_async),
 //! framed by its codec; nothing here encodes MySQL packets by hand.
-use crate::config::MysqlTarget;
+use crate::mysql_target::MysqlTarget;
 use crate::pool::Pools;
 use bytes::BytesMut;
 use mysql_async::prelude::Queryable;

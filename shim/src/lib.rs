@@ -24,6 +24,7 @@ pub mod listen_tls;
 pub mod log;
 pub mod message_body;
 pub mod metrics;
+pub mod mysql_target;
 pub mod mysql_tls;
 pub mod olap;
 pub mod pem_files;

@@ -7,7 +7,7 @@
 //! by default. The modes are named after MySQL's `--ssl-mode`; PREFERRED (silently
 //! falls back to plain text) and VERIFY_CA (the client library's name-check skip does
 //! not work with the rustls it is built on) are not offered.
-use crate::config::MysqlTarget;
+use crate::mysql_target::MysqlTarget;
 use crate::pem_files;
 use mysql_async::{ClientIdentity, SslOpts};
 use std::net::IpAddr;

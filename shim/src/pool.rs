@@ -22,11 +22,12 @@
 //! or a path that forgets, costs a reset, never a leaked transaction.
 use crate::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
 use crate::auth::{constant_time_eq, Credentials};
-use crate::config::{Config, MysqlTarget};
+use crate::config::Config;
 use crate::connect_error::ConnectError;
 use crate::error_map::connect_code;
 use crate::log::Level;
 use crate::metrics::{PoolMetrics, NEW_CREDENTIAL};
+use crate::mysql_target::MysqlTarget;
 use crate::mysql_tls::TlsMode;
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
