@@ -242,18 +242,22 @@ pub(crate) fn on_response_headers<H: Host>(
 
 /// `response.flags` (an int64, little-endian) and `response.code_details`.
 fn envoy_answer<H: Host>(host: &mut H) -> EnvoyAnswer {
-    let flags = host
-        .property(&["response", "flags"])
-        .ok()
-        .flatten()
-        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-        .map_or(0, u64::from_le_bytes);
+    let flags = int_property(host, &["response", "flags"]).unwrap_or(0);
     let details = host
         .property(&["response", "code_details"])
         .ok()
         .flatten()
         .map(|b| String::from_utf8_lossy(&b).into_owned());
     EnvoyAnswer { flags, details }
+}
+
+/// An int64 property (Envoy hands it over little-endian); `None` if absent or not one.
+pub(crate) fn int_property<H: Host>(host: &mut H, path: &[&str]) -> Option<u64> {
+    host.property(path)
+        .ok()
+        .flatten()
+        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
+        .map(u64::from_le_bytes)
 }
 
 /// `on_http_response_body`; `body_size` as for requests.
@@ -455,19 +459,12 @@ fn apply_response_edit<H: Host>(
         BodyEdit::Prepend(header) => host
             .set_body(Body::Response, 0, 0, header)
             .map_err(failed("set_buffer(prepend to response body)"))?,
-        // Envoy appends what is set from at or past the body's end.
         BodyEdit::Wrap(header, end) => {
             host.set_body(Body::Response, 0, 0, header)
                 .map_err(failed("set_buffer(prepend to response body)"))?;
-            if !end.is_empty() {
-                host.set_body(Body::Response, WHOLE_BODY, 0, end)
-                    .map_err(failed("set_buffer(append to response body)"))?;
-            }
+            append_response(host, end)?;
         }
-        BodyEdit::Append(end) if end.is_empty() => {}
-        BodyEdit::Append(end) => host
-            .set_body(Body::Response, WHOLE_BODY, 0, end)
-            .map_err(failed("set_buffer(append to response body)"))?,
+        BodyEdit::Append(end) => append_response(host, end)?,
         BodyEdit::Replace(body) => host
             .set_body(Body::Response, 0, body_size, body)
             .map_err(failed("set_buffer(response body)"))?,
@@ -481,6 +478,16 @@ fn apply_response_edit<H: Host>(
     } else {
         Action::Continue
     })
+}
+
+/// Puts `end` after the response body (Envoy appends what is set from at or past the
+/// body's end); nothing to do for nothing.
+fn append_response<H: Host>(host: &mut H, end: &[u8]) -> Result<()> {
+    if end.is_empty() {
+        return Ok(());
+    }
+    host.set_body(Body::Response, WHOLE_BODY, 0, end)
+        .map_err(failed("set_buffer(append to response body)"))
 }
 
 /// The trailers an edit adds carry the call's outcome (`grpc-status`).

@@ -13,19 +13,16 @@ use std::cell::RefCell;
 use ferry_filter_core::exchange::Exchange;
 use ferry_filter_core::header_hold::{Detector, Learnt};
 
+use crate::adapter::int_property;
 use crate::host::Host;
 
 /// The root's timer while probes wait for a verdict (ms): the longest a probe's headers
 /// stay held after its body arrived, on an Envoy that does not hold them.
 pub(crate) const TICK_MS: u32 = 20;
 
-/// `request.total_size`: received bytes plus the headers' size (an int64).
+/// `request.total_size`: received bytes plus the headers' size.
 fn total_size<H: Host>(host: &mut H) -> Option<u64> {
-    host.property(&["request", "total_size"])
-        .ok()
-        .flatten()
-        .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-        .map(u64::from_le_bytes)
+    int_property(host, &["request", "total_size"])
 }
 
 /// After the request headers callback: a stream that held its headers while the hold

@@ -92,6 +92,7 @@ impl RequestHead {
         mut get: impl FnMut(&'static str) -> Result<Option<String>, E>,
     ) -> Result<Self, E> {
         let mut encodings = Vec::new();
+        let accept = get("accept")?;
         for &name in ENCODING_HEADERS {
             if let Some(value) = get(name)? {
                 encodings.push((name, value));
@@ -109,8 +110,10 @@ impl RequestHead {
             client_rtt: get(distance::CLIENT_RTT_HEADER)?,
             client_addr: get(distance::CLIENT_ADDR_HEADER)?,
             grpc_web: get("x-grpc-web")?.is_some()
-                || get("accept")?.is_some_and(|a| a.contains("application/grpc-web")),
-            accept: get("accept")?,
+                || accept
+                    .as_deref()
+                    .is_some_and(|a| a.contains("application/grpc-web")),
+            accept,
         })
     }
 

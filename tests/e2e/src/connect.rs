@@ -1,7 +1,7 @@
 //! Connect (unary) over HTTPS with reqwest: HTTP/2 by ALPN, or HTTP/1.1.
 use crate::config::Config;
 use crate::{Answer, BoxError};
-use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
 use prost::Message;
 
 pub const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";
@@ -101,8 +101,14 @@ impl ConnectClient {
 
     /// Connect JSON, authenticated: the @planetscale/database shape.
     pub async fn execute_json(&self, query: &str) -> Answer {
+        self.execute_json_in(None, query).await
+    }
+
+    /// [`ConnectClient::execute_json`] carrying a session, as the driver sends back the
+    /// last one it got.
+    pub async fn execute_json_in(&self, session: Option<&Session>, query: &str) -> Answer {
         let auth = self.cfg.basic_auth();
-        let body = serde_json::json!({ "query": query, "session": null })
+        let body = serde_json::json!({ "query": query, "session": session })
             .to_string()
             .into_bytes();
         self.post(

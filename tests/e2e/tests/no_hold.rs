@@ -123,16 +123,8 @@ async fn execute(
     session: Option<&Session>,
     query: &str,
 ) -> (ExecuteResponse, String) {
-    let body = serde_json::json!({ "query": query, "session": session }).to_string();
     let a = ConnectClient::http2(cfg)
-        .post(
-            "/psdb.v1alpha1.Database/Execute",
-            &[
-                ("content-type", "application/json"),
-                ("authorization", cfg.basic_auth().as_str()),
-            ],
-            body.into_bytes(),
-        )
+        .execute_json_in(session, query)
         .await;
     assert_eq!(
         a.status,

@@ -238,7 +238,7 @@ impl Call {
             // answer goes on chunk by chunk behind its header; anything else moves into
             // the VM as it comes and is framed at its end (framed_unary.rs).
             let proto = self.client.codec == Codec::Proto;
-            let text = wire.web_answer().is_some_and(|web| web.text) || self.behind_web_text;
+            let text = self.text_answer() || self.behind_web_text;
             if let (Some(len), true, false) = (declared, proto, text) {
                 let uncompressed = self.answer_encoding == Encoding::Identity
                     || len < settings.compression.min_bytes;
@@ -458,6 +458,12 @@ impl Call {
         })
     }
 
+    /// The answer is gRPC-Web text this filter writes: every byte base64, so nothing
+    /// of the shim's body may pass as it is.
+    fn text_answer(&self) -> bool {
+        self.client.wire.web_answer().is_some_and(|web| web.text)
+    }
+
     /// The success of a proto client whose answer is one uncompressed envelope with
     /// its status in trailers (gRPC; binary gRPC-Web, whose trailer frame then goes
     /// after it): only the envelope header goes in front of the shim's body, which
@@ -466,8 +472,11 @@ impl Call {
         let client = self.client;
         let uncompressed = self.answer_encoding == Encoding::Identity
             || body_size < settings.compression.min_bytes;
-        let text = client.wire.web_answer().is_some_and(|web| web.text);
-        if client.codec != Codec::Proto || !client.wire.enveloped() || !uncompressed || text {
+        if client.codec != Codec::Proto
+            || !client.wire.enveloped()
+            || !uncompressed
+            || self.text_answer()
+        {
             return None;
         }
         let end = client.wire.end(None);
