@@ -1,17 +1,17 @@
 //! The shim's settings, all from the environment (defaults match scripts/env.sh).
-use crate::account::AccountPolicy;
-use crate::listen_tls::ListenTls;
-use crate::log::Level;
-use crate::mysql_target::MysqlTarget;
-use crate::mysql_tls::MysqlTls;
-use crate::result::ResultLimits;
-use crate::role::Role;
-use crate::sink::ChunkPolicy;
+use crate::mysql::account::AccountPolicy;
+use crate::mysql::role::Role;
+use crate::mysql::target::MysqlTarget;
+use crate::mysql::tls::MysqlTls;
+use crate::rows::result::ResultLimits;
+use crate::rows::sink::ChunkPolicy;
+use crate::telemetry::log::Level;
+use crate::tls::listen::ListenTls;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Sessions: sealing and pins (seal.rs, session.rs).
+/// Sessions: sealing and pins (sessions/seal.rs, sessions/pins.rs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionSettings {
     /// `FERRY_SESSION_KEYS_FILE` (unset: a random key per process, logged as a warning).
@@ -39,14 +39,14 @@ pub struct Config {
     /// `FERRY_SHIM_THREADS` (1): the runtime's worker threads.
     pub threads: usize,
     /// `FERRY_SHIM_TLS_CERT` / `_KEY` / `_CLIENT_CA` (unset: plain h2c): TLS, and
-    /// optionally client certificates, on the TCP listener (listen_tls.rs).
+    /// optionally client certificates, on the TCP listener (tls/listen.rs).
     pub listen_tls: Option<ListenTls>,
     /// `FERRY_SHIM_UNIX` (unset): an extra unix-socket listener.
     pub unix_listen: Option<PathBuf>,
     /// `FERRY_MYSQL_SOCKET`, else `FERRY_MYSQL_HOST` (127.0.0.1) / `FERRY_MYSQL_PORT` (33306).
     pub mysql: MysqlTarget,
     /// `FERRY_MYSQL_TLS` (verify_identity for a MySQL on another host, else disabled),
-    /// `FERRY_MYSQL_TLS_CA`, `_SERVER_NAME`, `_CERT`, `_KEY` (mysql_tls.rs).
+    /// `FERRY_MYSQL_TLS_CA`, `_SERVER_NAME`, `_CERT`, `_KEY` (mysql/tls.rs).
     pub mysql_tls: MysqlTls,
     /// `FERRY_MYSQL_DATABASE` (ferry).
     pub database: String,
@@ -73,12 +73,12 @@ pub struct Config {
     pub stream_chunks: ChunkPolicy,
     /// `FERRY_SHIM_UNARY_STREAM_AFTER_BYTES` (1 MiB): an Execute answer whose rows
     /// pass this many bytes goes out in pieces while MySQL still sends them
-    /// (spill.rs); 0 sends every answer whole. Smaller answers, and every failure
+    /// (rows/spill.rs); 0 sends every answer whole. Smaller answers, and every failure
     /// before this point, are answered whole with their HTTP status.
     pub unary_stream_after: usize,
     /// `FERRY_COLUMN_TYPE_CACHE` (1024): tables whose column types (and MariaDB JSON
     /// columns) are kept from information_schema; 0 never looks them up
-    /// (column_types.rs). `FERRY_COLUMN_TYPE_TTL_SECS` (30): how long one is kept.
+    /// (types/column_types.rs). `FERRY_COLUMN_TYPE_TTL_SECS` (30): how long one is kept.
     pub column_type_cache: usize,
     pub column_type_ttl: Duration,
     /// `FERRY_DENY_USERS`, `FERRY_PASSWORD_PLUGINS`, `FERRY_VERIFY_ACCOUNT`: who is served.
@@ -90,7 +90,7 @@ pub struct Config {
     pub sessions: SessionSettings,
     /// `FERRY_LOG` (info).
     pub log_level: Level,
-    /// `FERRY_SHIM_ROLE` (primary): which database target this shim serves (role.rs).
+    /// `FERRY_SHIM_ROLE` (primary): which database target this shim serves (mysql/role.rs).
     pub role: Role,
     /// `FERRY_TRACK_GTID` (off): a primary puts the GTID of a session's last write
     /// in its session (`read_after_write_gtid`), for read-your-writes on replicas.
@@ -99,7 +99,7 @@ pub struct Config {
     /// session's GTID before answering 503 (the read then goes to the primary).
     pub read_after_write_wait: Duration,
     /// `FERRY_OTLP_ENDPOINT` (unset: no tracing): an OTLP/gRPC collector,
-    /// `http://host:port`, that gets the shim's spans (trace.rs).
+    /// `http://host:port`, that gets the shim's spans (telemetry/trace.rs).
     pub otlp_endpoint: Option<String>,
     /// `FERRY_TRACE_SQL` (off): spans carry the statement's text (`db.query.text`).
     pub trace_sql: bool,
@@ -172,10 +172,13 @@ impl Config {
             }
         };
         let account = AccountPolicy {
-            deny_users: list("FERRY_DENY_USERS", crate::account::DEFAULT_DENY_USERS),
+            deny_users: list(
+                "FERRY_DENY_USERS",
+                crate::mysql::account::DEFAULT_DENY_USERS,
+            ),
             password_plugins: list(
                 "FERRY_PASSWORD_PLUGINS",
-                crate::account::DEFAULT_PASSWORD_PLUGINS,
+                crate::mysql::account::DEFAULT_PASSWORD_PLUGINS,
             )
             .into_iter()
             .map(|p| p.to_ascii_lowercase())

@@ -3,17 +3,17 @@
 //!
 //! Every request authenticates: an unpinned statement by getting a connection
 //! from its credential's pool, a pinned one by its sealed session, whose
-//! credential tag must match (seal.rs). A statement runs with the text
-//! protocol, or with the binary one when it has bind variables (bind.rs:
-//! typed parameters, never text in the SQL; binary_row.rs turns its rows
+//! credential tag must match (sessions/seal.rs). A statement runs with the text
+//! protocol, or with the binary one when it has bind variables (types/bind.rs:
+//! typed parameters, never text in the SQL; rows/binary_row.rs turns its rows
 //! into the text protocol's bytes). SQL errors are answered inside the
 //! response (HTTP 200, `ExecuteResponse.error`), as PlanetScale does; only
 //! failures to reach or log in to MySQL, and deadlines, are Connect errors.
 //!
 //! A statement has two seams. Where its connection comes from (`Source`): a
 //! session without a pin borrows any pooled connection; one with a pin
-//! (session.rs) runs on its pinned connection. Where its rows go (`Sink`,
-//! sink.rs): kept for one answer (Execute) or sent on in bounded chunks as
+//! (sessions/pins.rs) runs on its pinned connection. Where its rows go (`Sink`,
+//! rows/sink.rs): kept for one answer (Execute) or sent on in bounded chunks as
 //! they are read (StreamExecute, stream.rs). Everything else — pins, status
 //! flags, the answer's session — is the same for both.
 //!
@@ -23,45 +23,44 @@
 //! session. The pin ends when the transaction is over and no state is left, or
 //! on CloseSession.
 //!
-//! A pooled connection goes back armed for COM_RESET_CONNECTION (pool.rs)
+//! A pooled connection goes back armed for COM_RESET_CONNECTION (mysql/pool.rs)
 //! unless the statement was proven clean, which keeps the hot path (`SELECT
 //! 1`) at one MySQL round trip.
 //!
 //! A statement stopped before it finished (its deadline passed, or its
 //! stream's client went away) is killed in MySQL and its connection closed
-//! (cancel.rs). On a pin that ends the pin the way a dead connection does: the
+//! (mysql/cancel.rs). On a pin that ends the pin the way a dead connection does: the
 //! transaction is rolled back and the session's next statement gets `aborted`
 //! "transaction lost" — a statement of unknown outcome never lets a later
 //! COMMIT go through as if nothing happened.
 //!
-//! Read replicas (role.rs, gtid.rs): on a `replica` shim only replay-safe reads
+//! Read replicas (mysql/role.rs, sessions/gtid.rs): on a `replica` shim only replay-safe reads
 //! of sessions without a pin or transaction run, each after waiting for the
 //! session's GTID; on a `primary` shim with `FERRY_TRACK_GTID`, a statement
 //! that is not replay-safe and ends outside a transaction leaves the position
 //! of its write in the session it answers.
-use crate::answer::Answer;
-use crate::auth::Credentials;
-use crate::binary_row;
-use crate::bind::{self, BindError};
-use crate::cancel;
-use crate::column_types::{describer, Describer};
-use crate::connect_error::ConnectError;
-use crate::deadline::Deadline;
-use crate::error_map::{
+use crate::connect::deadline::Deadline;
+use crate::connect::error::ConnectError;
+use crate::credentials::Credentials;
+use crate::mysql::cancel;
+use crate::mysql::errors::{
     lost_connection, sql_code, sql_message, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR,
 };
-use crate::gtid::{self, WaitError};
-use crate::log::Level;
+use crate::mysql::role::{self, Role as ShimRole};
 use crate::olap;
-use crate::result::{EncodedRows, Overflow, ResultLimits};
-use crate::role::{self, Role as ShimRole};
-use crate::seal::{random, SealError, SessionId, Token};
+use crate::rows::answer::Answer;
+use crate::rows::binary_row;
+use crate::rows::result::{EncodedRows, Overflow, ResultLimits};
+use crate::rows::sink::{Gone, Sink};
+use crate::rows::spill::{self, Pieces, Spill};
 use crate::server::{self, App};
-use crate::session::{retire, Ended, PinError, PinState};
-use crate::sink::{Gone, Sink};
-use crate::spill::{self, Pieces, Spill};
-use crate::statement::{classify, first_keyword, Verdict};
-use crate::trace::{Statement, Trace};
+use crate::sessions::gtid::{self, WaitError};
+use crate::sessions::pins::{retire, Ended, PinError, PinState};
+use crate::sessions::seal::{random, SealError, SessionId, Token};
+use crate::telemetry::log::Level;
+use crate::telemetry::trace::{Statement, Trace};
+use crate::types::bind::{self, BindError};
+use crate::types::column_types::{describer, Describer};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionResponse, ExecuteRequest,
@@ -71,6 +70,7 @@ use ferry_proto::vitess::query::execute_options::Workload;
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
+use ferry_wire::statement::{classify, first_keyword, Verdict};
 use futures_util::TryStreamExt;
 use mysql_async::consts::StatusFlags;
 use mysql_async::prelude::{Protocol, Queryable};
@@ -142,7 +142,7 @@ impl SessionOut<'_> {
         let mut v = self.base.clone();
         v.in_transaction = in_transaction;
         v.autocommit = autocommit;
-        v.session_uuid = crate::seal::hex(&self.id);
+        v.session_uuid = crate::sessions::seal::hex(&self.id);
         // Always present, as in vtgate's sessions: psdbproxy reads
         // `VitessSession.Options.Workload` on every statement without a nil check.
         v.options.get_or_insert_with(Default::default);
@@ -279,7 +279,7 @@ enum Outcome {
     TooLarge(Overflow),
     /// The server asked for something the shim never does (LOAD DATA LOCAL).
     Unsupported(&'static str),
-    /// The bound statement and its parameters did not fit (see bind.rs).
+    /// The bound statement and its parameters did not fit (see types/bind.rs).
     Invalid(String),
 }
 
@@ -492,7 +492,7 @@ impl From<Gone> for Fail {
 }
 
 /// Execute: one statement, one answer (and its span, when traced). With `commit`,
-/// a large answer goes out in pieces as it is read (spill.rs): the body's receiver
+/// a large answer goes out in pieces as it is read (rows/spill.rs): the body's receiver
 /// is sent through `commit`, and what is returned is only the span's.
 pub async fn execute(
     app: &App,
@@ -673,7 +673,7 @@ fn may_have_committed(sql: &str, in_txn: bool) -> bool {
 }
 
 /// Puts the position of the connection's last write in the session's answer
-/// (`FERRY_TRACK_GTID` on a primary: gtid.rs). One extra round trip.
+/// (`FERRY_TRACK_GTID` on a primary: sessions/gtid.rs). One extra round trip.
 async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
     match gtid::position(conn).await {
         Ok(Some(pos)) => {
@@ -1125,7 +1125,7 @@ async fn run_pooled(
 /// Runs the statement (after restoring the session's LAST_INSERT_ID() on a
 /// pooled connection) and reads the status it left, unless `stop` comes
 /// first. When it does, the statement's future is dropped midway: the
-/// connection is left inside a result and must be stopped (cancel.rs).
+/// connection is left inside a result and must be stopped (mysql/cancel.rs).
 async fn guarded(
     conn: &mut Conn,
     sql: &str,
@@ -1207,7 +1207,7 @@ fn respond(
 /// CloseSession. Session state without a transaction is simply gone: one
 /// error, then the session goes on unpinned.
 fn lost(out: &SessionOut<'_>, t: &Token, sql: &str, why: &str) -> ExecuteResponse {
-    if crate::statement::is_plain_rollback(sql) {
+    if ferry_wire::statement::is_plain_rollback(sql) {
         return ExecuteResponse {
             session: Some(out.fresh()),
             result: Some(QueryResult::default()),
@@ -1304,7 +1304,7 @@ async fn run_statement(
     match first.await {
         Ok(()) => describer.statement_ran(sql),
         Err(Fail::Mysql(mysql_async::Error::Server(se))) => return Ok(Outcome::Sql(se)),
-        // The server counts the statement's `?` otherwise than bind.rs did (a
+        // The server counts the statement's `?` otherwise than types/bind.rs did (a
         // session with NO_BACKSLASH_ESCAPES read a string differently):
         // refused before anything was sent.
         Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::StmtParamsMismatch {

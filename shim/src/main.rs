@@ -1,10 +1,10 @@
 //! ferry-shim: reads its settings from the environment (see config.rs), opens
 //! the TCP and optional unix-socket listeners, and serves until SIGTERM/SIGINT.
 use ferry_shim::config::Config;
-use ferry_shim::log::{self, Level};
-use ferry_shim::seal::Sealer;
 use ferry_shim::server::{self, App};
-use ferry_shim::trace::Tracing;
+use ferry_shim::sessions::seal::Sealer;
+use ferry_shim::telemetry::log::{self, Level};
+use ferry_shim::telemetry::trace::Tracing;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
         }
     };
     log::set_level(cfg.log_level);
-    // TLS to MySQL (mysql_tls.rs) uses rustls's process-wide provider; naming it here
+    // TLS to MySQL (mysql/tls.rs) uses rustls's process-wide provider; naming it here
     // keeps it working if another dependency ever compiles a second one in. An Err
     // means one is already installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -86,9 +86,9 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
     };
     let mut app = App::new(&cfg, sealer.with_holder(&cfg.advertise));
-    // Tracing (trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
+    // Tracing (telemetry/trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
     if let Some(endpoint) = &cfg.otlp_endpoint {
-        let instance = ferry_shim::seal::hex(&app.instance);
+        let instance = ferry_shim::sessions::seal::hex(&app.instance);
         app.tracing = Some(Tracing::start(
             endpoint,
             cfg.trace_sql,

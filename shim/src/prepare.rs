@@ -1,5 +1,5 @@
 //! Prepare: what a statement would answer, without running it. The
-//! statement (its placeholders rewritten as for Execute, bind.rs; bind
+//! statement (its placeholders rewritten as for Execute, types/bind.rs; bind
 //! variables are optional, except for a `::list`, whose length decides the
 //! statement) is prepared with COM_STMT_PREPARE on the session's connection
 //! (its pin, so temporary tables and `USE` count; else any pooled one), and
@@ -10,14 +10,14 @@
 //!
 //! SQL errors (a syntax error, an unknown table) are answered inside the
 //! response (HTTP 200, `PrepareResponse.error`), as Execute answers them.
-use crate::auth::Credentials;
-use crate::bind::{self, Mode};
-use crate::column_types::describer;
-use crate::connect_error::ConnectError;
-use crate::error_map::{lost_connection, ER_WRONG_ARGUMENTS};
+use crate::connect::error::ConnectError;
+use crate::credentials::Credentials;
 use crate::execute::{self, Start};
-use crate::log::Level;
+use crate::mysql::errors::{lost_connection, ER_WRONG_ARGUMENTS};
 use crate::server::App;
+use crate::telemetry::log::Level;
+use crate::types::bind::{self, Mode};
+use crate::types::column_types::describer;
 use ferry_proto::psdb::v1alpha1::{PrepareRequest, PrepareResponse};
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
 use mysql_async::prelude::Queryable;

@@ -10,30 +10,30 @@
 //! replica's wait for the session's writes), the others the whole call
 //! (getting the connection, a new credential's login, the prepare).
 //! StreamExecute has none: its headers leave before the statement runs.
-//! `GET /healthz` (health.rs) and `GET /metrics` (metrics.rs) are served on
+//! `GET /healthz` (mysql/health.rs) and `GET /metrics` (telemetry/metrics.rs) are served on
 //! the same listener; Envoy's routes never send clients there.
 //!
-//! With tracing on (`FERRY_OTLP_ENDPOINT`, trace.rs), each RPC gets a span that
+//! With tracing on (`FERRY_OTLP_ENDPOINT`, telemetry/trace.rs), each RPC gets a span that
 //! continues the request's `traceparent`, and its statement one of its own.
-use crate::auth::{self, Credentials};
-use crate::column_types::ColumnTypes;
 use crate::config::Config;
-use crate::connect_error::ConnectError;
-use crate::deadline::{self, Deadline};
+use crate::connect::deadline::{self, Deadline};
+use crate::connect::error::ConnectError;
+use crate::connect::message_body::MessageBody;
+use crate::credentials::{self, Credentials};
 use crate::execute;
-use crate::listen_tls::ListenTls;
-use crate::log::Level;
-use crate::message_body::MessageBody;
-use crate::metrics::Metrics;
-use crate::pool::Pools;
-use crate::result::ResultLimits;
-use crate::role::{self, Role};
-use crate::seal::Sealer;
-use crate::session::Pins;
-use crate::sink::ChunkPolicy;
-use crate::spill::{self, SpillPolicy};
+use crate::mysql::pool::Pools;
+use crate::mysql::role::{self, Role};
+use crate::rows::result::ResultLimits;
+use crate::rows::sink::ChunkPolicy;
+use crate::rows::spill::{self, SpillPolicy};
+use crate::sessions::pins::Pins;
+use crate::sessions::seal::Sealer;
 use crate::stream::{self, StreamBody};
-use crate::trace::{Trace, Tracing};
+use crate::telemetry::log::Level;
+use crate::telemetry::metrics::Metrics;
+use crate::telemetry::trace::{Trace, Tracing};
+use crate::tls::listen::ListenTls;
+use crate::types::column_types::ColumnTypes;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CreateSessionRequest, ExecuteRequest, PrepareRequest,
@@ -70,20 +70,20 @@ pub struct App {
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
     pub stream_chunks: ChunkPolicy,
-    /// When an Execute answer goes out in pieces (spill.rs).
+    /// When an Execute answer goes out in pieces (rows/spill.rs).
     pub unary_spill: SpillPolicy,
-    /// Tables' column types from information_schema (column_types.rs).
+    /// Tables' column types from information_schema (types/column_types.rs).
     pub column_types: ColumnTypes,
-    /// The earliest an `unauthenticated` answer may leave (account.rs).
+    /// The earliest an `unauthenticated` answer may leave (mysql/account.rs).
     pub auth_failure_delay: Duration,
-    /// The database target this shim serves (role.rs).
+    /// The database target this shim serves (mysql/role.rs).
     pub role: Role,
-    /// `FERRY_TRACK_GTID`: sessions carry their last write's GTID (gtid.rs).
+    /// `FERRY_TRACK_GTID`: sessions carry their last write's GTID (sessions/gtid.rs).
     pub track_gtid: bool,
     /// `FERRY_READ_AFTER_WRITE_WAIT_MS`: a replica's longest wait for one.
     pub read_after_write_wait: Duration,
     pub metrics: Metrics,
-    /// Spans to an OTLP collector (`FERRY_OTLP_ENDPOINT`; trace.rs); `None`: off.
+    /// Spans to an OTLP collector (`FERRY_OTLP_ENDPOINT`; telemetry/trace.rs); `None`: off.
     pub tracing: Option<Tracing>,
 }
 
@@ -103,7 +103,7 @@ impl App {
                 cfg.sessions.max_pinned,
             ),
             sealer,
-            instance: crate::seal::random(),
+            instance: crate::sessions::seal::random(),
             max_request_bytes: cfg.max_request_bytes,
             result_limits: cfg.result_limits,
             stream_chunks: cfg.stream_chunks,
@@ -193,7 +193,7 @@ pub async fn handle(
         connect_error_response(&e).map(Either::Left)
     });
     // Which shim process answered: sessions pinned to it must keep coming back.
-    if let Ok(v) = HeaderValue::from_str(&crate::seal::hex(&app.instance)) {
+    if let Ok(v) = HeaderValue::from_str(&crate::sessions::seal::hex(&app.instance)) {
         resp.headers_mut().insert("ferry-shim-instance", v);
     }
     resp.headers_mut().insert(role::TARGET_HEADER, target);
@@ -223,8 +223,9 @@ async fn rpc(
         .with_status(405));
     }
     check_content_type(&req)?;
-    let creds = auth::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
-        .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
+    let creds =
+        credentials::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
+            .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
     user.clone_from(&creds.user);
     // Statements only: the session RPCs are quick and have no statement to stop.
     let deadline = match rpc {
@@ -331,7 +332,7 @@ async fn dispatch(
     })
 }
 
-/// An Execute's answer: its pieces if it committed to going out in pieces (spill.rs),
+/// An Execute's answer: its pieces if it committed to going out in pieces (rows/spill.rs),
 /// else what its task returned. The commit is looked at first: an answer of a few
 /// pieces may have finished its task too, and then what the task returned is only
 /// its span's.
@@ -463,7 +464,7 @@ pub fn connect_error_response(e: &ConnectError) -> Response<MessageBody> {
     resp
 }
 
-/// `GET /metrics`: the Prometheus text (metrics.rs).
+/// `GET /metrics`: the Prometheus text (telemetry/metrics.rs).
 fn metrics(app: &App, method: &Method) -> Response<MessageBody> {
     if method != Method::GET && method != Method::HEAD {
         let mut resp = Response::new(MessageBody::new("use GET\n".to_owned()));
@@ -474,20 +475,20 @@ fn metrics(app: &App, method: &Method) -> Response<MessageBody> {
     let mut resp = Response::new(MessageBody::new(text));
     resp.headers_mut().insert(
         CONTENT_TYPE,
-        HeaderValue::from_static(crate::metrics::CONTENT_TYPE),
+        HeaderValue::from_static(crate::telemetry::metrics::CONTENT_TYPE),
     );
     resp
 }
 
 /// For Envoy's active health checks: the shim is up and its MySQL target
-/// answers (health.rs: a ping on a pooled connection, else a handshake probe;
+/// answers (mysql/health.rs: a ping on a pooled connection, else a handshake probe;
 /// neither leaves a line in MariaDB's error log).
 async fn health(app: &App, method: &Method) -> Response<MessageBody> {
     let (status, text) = if method != Method::GET && method != Method::HEAD {
         (StatusCode::METHOD_NOT_ALLOWED, "use GET\n".to_owned())
     } else {
         let target = app.pools.target();
-        match crate::health::check(&app.pools, target).await {
+        match crate::mysql::health::check(&app.pools, target).await {
             Ok(()) => (StatusCode::OK, "ok\n".to_owned()),
             Err(e) => (
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -1,4 +1,4 @@
-//! StreamExecute: one statement answered as a Connect stream (envelope.rs,
+//! StreamExecute: one statement answered as a Connect stream (connect/envelope.rs,
 //! `application/connect+proto`, HTTP 200) of `ExecuteResponse` messages, in
 //! the order vitess's vtgate streams them and PlanetScale's clients
 //! (psdbproxy) read them:
@@ -21,15 +21,15 @@
 //! The statement runs in a task of its own, feeding a channel of a few
 //! chunks that the response body drains: a slow client stops the MySQL
 //! reads, not the shim's memory. When the body is dropped (the client went
-//! away) the task sees the channel close and stops the statement (cancel.rs).
-use crate::auth::Credentials;
-use crate::connect_error::ConnectError;
-use crate::deadline::Deadline;
-use crate::envelope;
+//! away) the task sees the channel close and stops the statement (mysql/cancel.rs).
+use crate::connect::deadline::Deadline;
+use crate::connect::envelope;
+use crate::connect::error::ConnectError;
+use crate::credentials::Credentials;
 use crate::execute::{self, Start, Stop};
+use crate::rows::sink::{Chunks, Gone, Sink};
 use crate::server::App;
-use crate::sink::{Chunks, Gone, Sink};
-use crate::trace::{Statement, Trace};
+use crate::telemetry::trace::{Statement, Trace};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use http::header::{HeaderValue, CONTENT_TYPE};
@@ -148,7 +148,7 @@ pub fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<Execut
     msgs
 }
 
-/// The response body: envelopes (or a large Execute answer's pieces, spill.rs)
+/// The response body: envelopes (or a large Execute answer's pieces, rows/spill.rs)
 /// as the statement's task sends them; ends when the task is done. Dropped by
 /// hyper when the client goes away, which closes the channel (and `_alive`, the
 /// statement's watch).

@@ -11,7 +11,7 @@
 //!   `information_schema.COLUMNS.COLUMN_TYPE` writes it (MariaDB keeps integer
 //!   display widths, MySQL 8 drops them). The definition cannot tell an ENUM's
 //!   or SET's values, a spatial subtype (POINT...) or MariaDB's JSON (a
-//!   LONGTEXT): column_types.rs asks information_schema, and uses this only
+//!   LONGTEXT): types/column_types.rs asks information_schema, and uses this only
 //!   when it cannot.
 use ferry_proto::vitess::query::Type;
 

@@ -1,5 +1,5 @@
 //! An Execute answer on its way out: the message, and its rows already encoded as
-//! they were read (result.rs). They go out as they are, between the message's other
+//! they were read (rows/result.rs). They go out as they are, between the message's other
 //! bytes, exactly where prost would write them: no second copy of a large result.
 
 use bytes::Bytes;
@@ -8,14 +8,14 @@ use ferry_proto::vitess::query::QueryResult;
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
 use prost::Message;
 
-use crate::result::EncodedRows;
+use crate::rows::result::EncodedRows;
 
 /// `ExecuteResponse.result`.
 const RESULT_FIELD: u32 = 2;
 
 /// The key and length that put `len` bytes of `QueryResult` in an `ExecuteResponse`
-/// as its `result`: in a whole answer, a stream's chunk of rows (sink.rs), or one
-/// piece of an answer sent in pieces (spill.rs).
+/// as its `result`: in a whole answer, a stream's chunk of rows (rows/sink.rs), or one
+/// piece of an answer sent in pieces (rows/spill.rs).
 pub fn result_header(len: usize) -> Vec<u8> {
     let mut header = Vec::with_capacity(1 + encoded_len_varint(len as u64));
     encode_key(RESULT_FIELD, WireType::LengthDelimited, &mut header);

@@ -7,9 +7,9 @@
 //! its own threads, so the second connection uses the same credentials (and
 //! not the pool, which the very statement may have exhausted). The stopped
 //! connection was left in the middle of a result: it is closed, never reused.
-use crate::auth::Credentials;
-use crate::log::Level;
-use crate::pool::Pools;
+use crate::credentials::Credentials;
+use crate::mysql::pool::Pools;
+use crate::telemetry::log::Level;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 use std::time::Duration;

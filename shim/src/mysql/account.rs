@@ -8,7 +8,7 @@
 //! so the server never asks the client to switch). So:
 //!
 //! 1. before MySQL is asked: no empty password, no user on the deny-list;
-//! 2. on the first connection of a new credential (pool admission, pool.rs):
+//! 2. on the first connection of a new credential (pool admission, mysql/pool.rs):
 //!    `SELECT CURRENT_USER()` must name the requested user and no denied one,
 //!    and every authentication method of that account (`SHOW CREATE USER
 //!    CURRENT_USER()`, which any account may run for itself) must be a
@@ -24,8 +24,8 @@
 //! Every refusal reads the same to the client ([`AUTH_FAILED`]) and is answered
 //! no sooner than the configured delay (server.rs), so the gateway is no
 //! oracle for which accounts exist; the real reason goes to the shim's log.
-use crate::auth::Credentials;
-use crate::auth_clause::auth_plugins;
+use crate::credentials::Credentials;
+use crate::mysql::auth_clause::auth_plugins;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 

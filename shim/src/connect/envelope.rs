@@ -3,7 +3,7 @@
 //! envelopes (flags 0) carry a protobuf `ExecuteResponse`, uncompressed; the
 //! last envelope is the end of stream (flags 0x02) with a JSON body: `{}`, or
 //! `{"error": {"code": "<connect code>", "message": "..."}}`.
-use crate::connect_error::ConnectError;
+use crate::connect::error::ConnectError;
 use bytes::{BufMut, Bytes, BytesMut};
 use ferry_wire::envelope::{END_STREAM, HEADER_LEN as HEADER};
 use prost::Message;

@@ -4,7 +4,7 @@
 //! not replay-safe commits outside a transaction (an autocommit write, or the
 //! COMMIT of a pinned session), the position of that write on the same
 //! connection, and the session carries it (`read_after_write_gtid`, sealed:
-//! seal.rs). A replica shim waits for its server to reach it before a read.
+//! sessions/seal.rs). A replica shim waits for its server to reach it before a read.
 //!
 //! Flavours, told apart by the server version mysql_async reports (MariaDB
 //! reports 10.x and up; MySQL is below 10):

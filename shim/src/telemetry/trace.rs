@@ -30,8 +30,8 @@
 //! requests are all sampled; `OTEL_BSP_SCHEDULE_DELAY`: 5 s between batches;
 //! `OTEL_SERVICE_NAME`: `ferry-shim`; `OTEL_RESOURCE_ATTRIBUTES`). Off, nothing
 //! is started and each hook below is a test of an `Option`.
-use crate::connect_error::ConnectError;
-use crate::role::Role;
+use crate::connect::error::ConnectError;
+use crate::mysql::role::Role;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use http::HeaderMap;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
@@ -330,7 +330,7 @@ pub fn operation(sql: &str) -> &'static str {
         "WITH",
         "XA",
     ];
-    let word = crate::statement::first_keyword(sql);
+    let word = ferry_wire::statement::first_keyword(sql);
     KNOWN
         .iter()
         .find(|k| **k == word)

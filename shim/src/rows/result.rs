@@ -4,7 +4,7 @@
 //! concatenated; the text protocol already gives every value as its MySQL text
 //! bytes, so each row is written straight into the answer's wire bytes as it is
 //! read, with one copy of its values and no `Row` struct ([`EncodedRows`]).
-use crate::type_map::{field_flags, vitess_type};
+use crate::types::type_map::{field_flags, vitess_type};
 use ferry_proto::vitess::query::Field;
 #[cfg(test)]
 use ferry_proto::vitess::query::Row;
@@ -15,7 +15,7 @@ use std::borrow::Cow;
 /// A vitess `Field` from a column definition (all of it: clients such as
 /// database-js look at `charset` and `flags`, not only name and type), with
 /// the flags as vitess reports them (`NUM_FLAG` on numbers). `column_type`
-/// is left for column_types.rs, which may also make a MariaDB LONGTEXT JSON.
+/// is left for types/column_types.rs, which may also make a MariaDB LONGTEXT JSON.
 pub fn field(col: &Column) -> Field {
     let flags = col.flags().bits();
     let code = col.column_type() as u8;
@@ -168,7 +168,7 @@ pub fn texts(r: &MysqlRow) -> Vec<Option<Cow<'_, [u8]>>> {
 pub struct Rows {
     pub encoded: EncodedRows,
     /// Row data counted against the limits, and rows kept: all of the result's so
-    /// far, including rows already taken out of `encoded` (spill.rs sends them on).
+    /// far, including rows already taken out of `encoded` (rows/spill.rs sends them on).
     bytes: usize,
     kept: usize,
     limits: ResultLimits,
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn rows_taken_out_still_count_against_the_limits() {
-        // spill.rs takes the encoded rows as it sends them.
+        // rows/spill.rs takes the encoded rows as it sends them.
         let value = [bytes(b"x")];
         let mut rows = Rows::new(ResultLimits {
             bytes: 1000,

@@ -1,5 +1,5 @@
-//! PEM files named by settings (TLS to MySQL: mysql_tls.rs; TLS on the listener:
-//! listen_tls.rs), read and checked at start as rustls will use them, so a bad file
+//! PEM files named by settings (TLS to MySQL: mysql/tls.rs; TLS on the listener:
+//! tls/listen.rs), read and checked at start as rustls will use them, so a bad file
 //! stops the shim naming its variable instead of failing every connection. No error
 //! quotes a key file.
 use rustls::pki_types::pem::PemObject;

@@ -33,8 +33,8 @@
 //!
 //! The packets are mysql_common's (the protocol crate under mysql_async),
 //! framed by its codec; nothing here encodes MySQL packets by hand.
-use crate::mysql_target::MysqlTarget;
-use crate::pool::Pools;
+use crate::mysql::pool::Pools;
+use crate::mysql::target::MysqlTarget;
 use bytes::BytesMut;
 use mysql_async::prelude::Queryable;
 use mysql_common::constants::CapabilityFlags;

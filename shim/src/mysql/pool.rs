@@ -12,7 +12,7 @@
 //! return.
 //!
 //! Before a new credential's pool is admitted, its first connection must show
-//! that the client's password is what let it in (account.rs): the pool of an
+//! that the client's password is what let it in (mysql/account.rs): the pool of an
 //! account that MySQL would let in by the shim's own OS identity is never
 //! admitted, and no request is served from it.
 //!
@@ -20,15 +20,15 @@
 //! when it goes back to the pool; the executor disarms it only after proving
 //! the statement left nothing behind. So a request that is cancelled halfway,
 //! or a path that forgets, costs a reset, never a leaked transaction.
-use crate::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
-use crate::auth::{constant_time_eq, Credentials};
 use crate::config::Config;
-use crate::connect_error::ConnectError;
-use crate::error_map::connect_code;
-use crate::log::Level;
-use crate::metrics::{PoolMetrics, NEW_CREDENTIAL};
-use crate::mysql_target::MysqlTarget;
-use crate::mysql_tls::TlsMode;
+use crate::connect::error::ConnectError;
+use crate::credentials::{constant_time_eq, Credentials};
+use crate::mysql::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
+use crate::mysql::errors::connect_code;
+use crate::mysql::target::MysqlTarget;
+use crate::mysql::tls::TlsMode;
+use crate::telemetry::log::Level;
+use crate::telemetry::metrics::{PoolMetrics, NEW_CREDENTIAL};
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use std::collections::HashMap;
@@ -72,7 +72,7 @@ pub struct Pools {
     /// Random per process: the hashes mean nothing outside it.
     hasher: RandomState,
     state: Mutex<State>,
-    /// Wait times, timeouts and connect errors (metrics.rs).
+    /// Wait times, timeouts and connect errors (telemetry/metrics.rs).
     pub metrics: PoolMetrics,
 }
 
@@ -295,7 +295,7 @@ impl Pools {
     }
 
     /// How to open a connection of these credentials outside the pool, for
-    /// `KILL QUERY` (cancel.rs): the pool may be exhausted by the very
+    /// `KILL QUERY` (mysql/cancel.rs): the pool may be exhausted by the very
     /// statement to stop. The credential was admitted already (the statement
     /// runs on its pool).
     pub fn side_opts(&self, creds: &Credentials) -> OptsBuilder {
@@ -361,7 +361,7 @@ impl Pools {
                     ),
                 )
             }
-            other => match crate::mysql_tls::handshake_failure(other) {
+            other => match crate::mysql::tls::handshake_failure(other) {
                 Some(why) => ConnectError::new(
                     Code::Unavailable,
                     format!(

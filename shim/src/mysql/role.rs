@@ -7,12 +7,12 @@
 //! pinned or in a transaction, is refused with `failed_precondition` — the
 //! filter never sends those here, so one arriving is a routing mistake, never
 //! something to run on a read-only server. A read of a session that carries a
-//! GTID (`read_after_write_gtid`, set by the primary after a write, gtid.rs)
+//! GTID (`read_after_write_gtid`, set by the primary after a write, sessions/gtid.rs)
 //! first waits for the replica to reach it; if it does not within
 //! `FERRY_READ_AFTER_WRITE_WAIT_MS`, the answer is 503 `unavailable` with
 //! `x-ferry-replica-behind: 1`, which Envoy's retry policy for reads takes to
 //! the primary.
-use crate::connect_error::ConnectError;
+use crate::connect::error::ConnectError;
 use ferry_proto::vitess::vtrpc::Code;
 use std::time::Duration;
 

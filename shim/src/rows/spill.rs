@@ -15,10 +15,10 @@
 //! status is out: a limit passed, an SQL error, a lost connection or a deadline is
 //! the answer's `error` (as vitess answers SQL errors), with the rows sent so far
 //! before it; clients read `error` first.
-use crate::answer::result_header;
-use crate::connect_error::ConnectError;
-use crate::result::{EncodedRows, ResultLimits, Rows};
-use crate::sink::Gone;
+use crate::connect::error::ConnectError;
+use crate::rows::answer::result_header;
+use crate::rows::result::{EncodedRows, ResultLimits, Rows};
+use crate::rows::sink::Gone;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
 use ferry_proto::vitess::query::{Field, QueryResult};
@@ -205,7 +205,7 @@ fn closing_pieces(message: ExecuteResponse) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::EncodedRows;
+    use crate::rows::result::EncodedRows;
     use ferry_proto::vitess::query::Row;
     use ferry_proto::vitess::vtrpc::Code;
 

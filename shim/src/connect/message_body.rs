@@ -1,5 +1,5 @@
 //! The body of every shim answer: its pieces (one, or an Execute answer's three:
-//! answer.rs), each sent as it is, in DATA frames even when empty.
+//! rows/answer.rs), each sent as it is, in DATA frames even when empty.
 //!
 //! An empty protobuf message (e.g. `CloseSessionResponse{}`) encodes to zero bytes.
 //! With a plain `Full` body hyper would send it as headers-only (END_STREAM on

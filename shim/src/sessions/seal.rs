@@ -21,7 +21,7 @@
 //! least 32 bytes; the first signs, all verify, so a new key is added on top and
 //! the old one removed a session lifetime later, without dropping sessions.
 //! Every shim of one Envoy cluster reads the same file.
-use crate::auth::{constant_time_eq, Credentials};
+use crate::credentials::{constant_time_eq, Credentials};
 use ferry_proto::vitess::vtgate;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -285,7 +285,7 @@ pub fn random<const N: usize>() -> [u8; N] {
     // The OS random source does not fail on Linux once booted; if it ever
     // did, a zero id would still be sealed, never guessable into a pin.
     if getrandom::fill(&mut b).is_err() {
-        crate::log!(crate::log::Level::Error, "getrandom failed");
+        crate::log!(crate::telemetry::log::Level::Error, "getrandom failed");
     }
     b
 }

@@ -11,7 +11,7 @@
 //! as if nothing happened. Lost pins are remembered (a tombstone) so the reason
 //! can be given; a pin that ended normally is remembered too, so a session sent
 //! back out of order (concurrent requests) is not mistaken for a lost one.
-use crate::seal::SessionId;
+use crate::sessions::seal::SessionId;
 use mysql_async::Conn;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -176,9 +176,9 @@ impl Pins {
             state.lost = Some(why.clone());
             drop(state);
             crate::log!(
-                crate::log::Level::Info,
+                crate::telemetry::log::Level::Info,
                 "pin lost",
-                session = crate::seal::hex(&id),
+                session = crate::sessions::seal::hex(&id),
                 reason = why
             );
             self.end(&id, Ended::Lost(why));

@@ -16,7 +16,7 @@
 //!   gets `COLUMN_TYPE` as the server writes it (MariaDB: `int(11)`; MySQL 8:
 //!   `int`). Where information_schema has no answer (a temporary table, a
 //!   lookup that could not run) it gets the type derived from its definition
-//!   (type_map.rs), which is the same text except for ENUM/SET values, spatial
+//!   (types/type_map.rs), which is the same text except for ENUM/SET values, spatial
 //!   subtypes and MariaDB's JSON.
 //! - An expression has none, as in vitess.
 //! - MariaDB: a LONGTEXT column that has the CHECK (json_valid(`col`)) that
@@ -35,13 +35,13 @@
 //! see, and leaves the statement's own session untouched), waiting at most
 //! `LOOKUP_WAIT` for one; without one the answer uses derived types.
 //! `FERRY_COLUMN_TYPE_CACHE=0` turns lookups off.
-use crate::auth::Credentials;
-use crate::pool::Pools;
-use crate::result::field;
+use crate::credentials::Credentials;
+use crate::mysql::pool::Pools;
+use crate::rows::result::field;
 use crate::server::App;
-use crate::statement::{classify, first_keyword, Verdict};
-use crate::type_map::{derived_column_type, ColumnDef};
+use crate::types::type_map::{derived_column_type, ColumnDef};
 use ferry_proto::vitess::query::{Field, Type};
+use ferry_wire::statement::{classify, first_keyword, Verdict};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Column, Conn, Row, Value};
 use std::collections::HashMap;
@@ -310,7 +310,7 @@ impl Describer<'_> {
                 Ok(rows) => rows,
                 Err(e) => {
                     crate::log!(
-                        crate::log::Level::Warn,
+                        crate::telemetry::log::Level::Warn,
                         "column type lookup failed",
                         user = self.creds.user,
                         error = e
@@ -339,7 +339,7 @@ impl Describer<'_> {
             Ok(Ok(conn)) => Some(conn),
             Ok(Err(e)) => {
                 crate::log!(
-                    crate::log::Level::Info,
+                    crate::telemetry::log::Level::Info,
                     "no connection for a column type lookup",
                     user = self.creds.user,
                     error = e.message

@@ -7,8 +7,8 @@
 //! by default. The modes are named after MySQL's `--ssl-mode`; PREFERRED (silently
 //! falls back to plain text) and VERIFY_CA (the client library's name-check skip does
 //! not work with the rustls it is built on) are not offered.
-use crate::mysql_target::MysqlTarget;
-use crate::pem_files;
+use crate::mysql::target::MysqlTarget;
+use crate::tls::pem_files;
 use mysql_async::{ClientIdentity, SslOpts};
 use std::net::IpAddr;
 
@@ -228,7 +228,7 @@ pub fn handshake_failure(e: &mysql_async::Error) -> Option<String> {
     }
 }
 
-/// The client certificate chain and its key, checked to belong together (pem_files.rs).
+/// The client certificate chain and its key, checked to belong together (tls/pem_files.rs).
 fn read_client(cert_path: &str, key_path: &str) -> Result<ClientPem, String> {
     let pair = pem_files::key_pair(
         ("FERRY_MYSQL_TLS_CERT", cert_path),

@@ -20,8 +20,8 @@
 //! `user` is the MySQL user of an admitted pool; a credential MySQL has not
 //! accepted yet counts as `user="-"`, so made-up user names cannot grow the
 //! label set. No password, statement or session appears in any label.
-use crate::pool::Pools;
-use crate::role::Role;
+use crate::mysql::pool::Pools;
+use crate::mysql::role::Role;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering;
 /// The label of a credential that has no admitted pool.
 pub const NEW_CREDENTIAL: &str = "-";
 
-/// What the pools count as they hand out connections (pool.rs).
+/// What the pools count as they hand out connections (mysql/pool.rs).
 #[derive(Clone)]
 pub struct PoolMetrics {
     pub wait: HistogramVec,
@@ -199,7 +199,11 @@ impl Metrics {
         self.pinned.set(i64::try_from(pinned).unwrap_or(i64::MAX));
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
-            crate::log!(crate::log::Level::Error, "cannot encode metrics", error = e);
+            crate::log!(
+                crate::telemetry::log::Level::Error,
+                "cannot encode metrics",
+                error = e
+            );
         }
         String::from_utf8_lossy(&out).into_owned()
     }

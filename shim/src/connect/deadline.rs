@@ -2,8 +2,8 @@
 //! gRPC's `grpc-timeout` into it). It counts from the request's arrival and
 //! covers everything: waiting for a connection or a session's pin, and the
 //! statement. A statement still running when it passes is stopped in MySQL
-//! (cancel.rs) and the answer is `deadline_exceeded`.
-use crate::connect_error::ConnectError;
+//! (mysql/cancel.rs) and the answer is `deadline_exceeded`.
+use crate::connect::error::ConnectError;
 use ferry_proto::vitess::vtrpc::Code;
 use std::future::Future;
 use std::time::Duration;

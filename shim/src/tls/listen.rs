@@ -13,7 +13,7 @@
 //! 127.0.0.1). The unix socket listener is never TLS: file permissions guard it. Every
 //! file is read and checked at start; a missing half or an unreadable file stops the
 //! shim (exit 2) naming the variable, never quoting the key.
-use crate::pem_files;
+use crate::tls::pem_files;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use std::sync::Arc;

@@ -1,16 +1,16 @@
 //! Where a statement's rows go, as they are read from MySQL.
 //!
 //! `Execute` answers with one message, so its sink keeps every row, up to the
-//! unary limits (`Rows`, result.rs) — or, once they are many, sends that one
-//! message on in pieces (`Spill`, spill.rs). `StreamExecute` answers with a stream, so
+//! unary limits (`Rows`, rows/result.rs) — or, once they are many, sends that one
+//! message on in pieces (`Spill`, rows/spill.rs). `StreamExecute` answers with a stream, so
 //! its sink cuts the rows into chunks, each sent as soon as it is full, into a
 //! bounded channel that the HTTP response body drains: when the client reads
 //! slowly the channel fills, `send` waits, and so does the MySQL reader — the
 //! shim holds a few chunks per stream whatever the result size.
-use crate::answer::result_header;
-use crate::envelope;
-use crate::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
-use crate::spill::Spill;
+use crate::connect::envelope;
+use crate::rows::answer::result_header;
+use crate::rows::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
+use crate::rows::spill::Spill;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::{Field, QueryResult};
@@ -124,7 +124,7 @@ impl ChunkPolicy {
 }
 
 /// The rows of a stream, cut into `ExecuteResponse` messages; each row is encoded
-/// once, as it is read (result.rs), and a chunk's message is those bytes.
+/// once, as it is read (rows/result.rs), and a chunk's message is those bytes.
 pub struct Chunks {
     tx: mpsc::Sender<Bytes>,
     policy: ChunkPolicy,
