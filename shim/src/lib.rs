@@ -4,17 +4,18 @@
 //! policy, column type mapping and `QueryResult` encoding.
 //! Client framing, codecs and compression live in the Envoy filter, never here.
 
+pub mod app;
 pub mod config;
 pub mod connect;
 pub mod credentials;
-pub mod execute;
+pub mod errors;
+pub mod http;
 pub mod mysql;
 pub mod olap;
-pub mod prepare;
 pub mod rows;
-pub mod server;
+pub mod rpc;
 pub mod sessions;
-pub mod stream;
+pub mod statement;
 pub mod telemetry;
 pub mod tls;
 pub mod types;

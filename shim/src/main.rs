@@ -1,7 +1,8 @@
 //! ferry-shim: reads its settings from the environment (see config.rs), opens
 //! the TCP and optional unix-socket listeners, and serves until SIGTERM/SIGINT.
+use ferry_shim::app::App;
 use ferry_shim::config::Config;
-use ferry_shim::server::{self, App};
+use ferry_shim::http;
 use ferry_shim::sessions::seal::Sealer;
 use ferry_shim::telemetry::log::{self, Level};
 use ferry_shim::telemetry::trace::Tracing;
@@ -149,7 +150,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             addr = cfg.listen,
         );
     }
-    server::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
+    http::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
     sweeper.abort();
     pin_sweeper.abort();
     if let Some(tracing) = tracing {

@@ -4,3 +4,5 @@ pub mod deadline;
 pub mod envelope;
 pub mod error;
 pub mod message_body;
+pub mod response;
+pub mod stream_body;

@@ -1,10 +1,8 @@
 //! MySQL itself: the target and its role, credential pools and the account
-//! checks of a new login, TLS to the server, health, stopping a statement, and
-//! MySQL's error vocabulary.
+//! checks of a new login, TLS to the server, health, and stopping a statement.
 pub mod account;
 pub mod auth_clause;
 pub mod cancel;
-pub mod errors;
 pub mod health;
 pub mod pool;
 pub mod role;

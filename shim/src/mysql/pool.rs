@@ -23,8 +23,8 @@
 use crate::config::Config;
 use crate::connect::error::ConnectError;
 use crate::credentials::{constant_time_eq, Credentials};
+use crate::errors::mysql::connect_code;
 use crate::mysql::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
-use crate::mysql::errors::connect_code;
 use crate::mysql::target::MysqlTarget;
 use crate::mysql::tls::TlsMode;
 use crate::telemetry::log::Level;

@@ -38,7 +38,6 @@
 use crate::credentials::Credentials;
 use crate::mysql::pool::Pools;
 use crate::rows::result::field;
-use crate::server::App;
 use crate::types::type_map::{derived_column_type, ColumnDef};
 use ferry_proto::vitess::query::{Field, Type};
 use ferry_wire::statement::{classify, first_keyword, Verdict};
@@ -197,15 +196,6 @@ pub struct Describer<'a> {
     pub cache: &'a ColumnTypes,
     pub pools: &'a Pools,
     pub creds: &'a Credentials,
-}
-
-/// The describer for statements of `creds`.
-pub fn describer<'a>(app: &'a App, creds: &'a Credentials) -> Describer<'a> {
-    Describer {
-        cache: &app.column_types,
-        pools: &app.pools,
-        creds,
-    }
 }
 
 /// One table of a result, and the columns of it the result names.

@@ -10,24 +10,39 @@
 //!
 //! SQL errors (a syntax error, an unknown table) are answered inside the
 //! response (HTTP 200, `PrepareResponse.error`), as Execute answers them.
+use super::Call;
+use crate::app::App;
 use crate::connect::error::ConnectError;
+use crate::connect::response::{proto_response, with_db_time, ShimBody};
 use crate::credentials::Credentials;
-use crate::execute::{self, Start};
-use crate::mysql::errors::{lost_connection, ER_WRONG_ARGUMENTS};
-use crate::server::App;
+use crate::errors::answers::{bind_error, sql_error};
+use crate::errors::mysql::lost_connection;
+use crate::statement::{self, Start};
 use crate::telemetry::log::Level;
 use crate::types::bind::{self, Mode};
-use crate::types::column_types::describer;
+use crate::types::column_types::Describer;
 use ferry_proto::psdb::v1alpha1::{PrepareRequest, PrepareResponse};
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
+use http::Response;
 use mysql_async::prelude::Queryable;
+use std::time::Instant;
 
-pub async fn prepare(
+pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
+    let started = Instant::now();
+    let req: PrepareRequest = call.request()?;
+    let answer = prepare(call.app, &call.creds, req).await?;
+    Ok(with_db_time(
+        proto_response(&answer),
+        started.elapsed().as_secs_f64(),
+    ))
+}
+
+async fn prepare(
     app: &App,
     creds: &Credentials,
     req: PrepareRequest,
 ) -> Result<PrepareResponse, ConnectError> {
-    let mut ready = match execute::start_without_statement(app, creds, req.session).await? {
+    let mut ready = match statement::start_without_statement(app, creds, req.session).await? {
         // A refused session, a lost pin, a full queue: as Execute answers them.
         Start::Answered(resp) => {
             return Ok(PrepareResponse {
@@ -48,10 +63,7 @@ pub async fn prepare(
         Ok(bound) => bound,
         Err(e) => {
             ready.release_clean();
-            return Ok(failed(RpcError {
-                message: ER_WRONG_ARGUMENTS.message(&e.0),
-                code: Code::InvalidArgument as i32,
-            }));
+            return Ok(failed(bind_error(&e.0)));
         }
     };
     let Some(conn) = ready.conn() else {
@@ -63,9 +75,12 @@ pub async fn prepare(
     let server_version = conn.server_version();
     let prepared = match conn.prep(bound.sql.as_str()).await {
         Ok(stmt) => {
-            let fields = describer(app, creds)
-                .fields(&stmt.columns(), server_version)
-                .await;
+            let describer = Describer {
+                cache: &app.column_types,
+                pools: &app.pools,
+                creds,
+            };
+            let fields = describer.fields(&stmt.columns(), server_version).await;
             let params_count = u32::from(stmt.num_params());
             conn.close(stmt).await.map(|()| (fields, params_count))
         }
@@ -83,7 +98,7 @@ pub async fn prepare(
         }
         Err(mysql_async::Error::Server(se)) => {
             ready.release_clean();
-            Ok(failed(execute::sql_error(&se, creds)))
+            Ok(failed(sql_error(&se, &creds.user)))
         }
         // The connection failed: a pooled one is discarded (its reset stays
         // armed), a pin's next statement finds it dead and ends the pin.

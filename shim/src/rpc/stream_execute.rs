@@ -22,33 +22,39 @@
 //! chunks that the response body drains: a slow client stops the MySQL
 //! reads, not the shim's memory. When the body is dropped (the client went
 //! away) the task sees the channel close and stops the statement (mysql/cancel.rs).
+use super::Call;
+use crate::app::App;
 use crate::connect::deadline::Deadline;
 use crate::connect::envelope;
 use crate::connect::error::ConnectError;
+use crate::connect::response::ShimBody;
+use crate::connect::stream_body::StreamBody;
 use crate::credentials::Credentials;
-use crate::execute::{self, Start, Stop};
 use crate::rows::sink::{Chunks, Gone, Sink};
-use crate::server::App;
+use crate::statement::{self, Start, Stop};
 use crate::telemetry::trace::{Statement, Trace};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::Response;
-use http_body::{Body, Frame};
-use std::convert::Infallible;
-use std::pin::Pin;
+use http_body_util::Either;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
 /// Messages that may wait between the MySQL reader and the response body
 /// (with the one being built and the one hyper is writing: a few chunks).
 const BUFFERED: usize = 4;
 
+pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
+    let req: ExecuteRequest = call.request()?;
+    let resp = stream_execute(call.app.clone(), call.creds, req, call.deadline, call.trace).await?;
+    Ok(resp.map(Either::Right))
+}
+
 /// Starts the statement; `Err` is an answer before the stream starts.
 /// The statement's span (when traced) ends with the stream, and so does the
 /// RPC's: `trace` goes along with the statement's task.
-pub async fn stream_execute(
+async fn stream_execute(
     app: Arc<App>,
     creds: Credentials,
     req: ExecuteRequest,
@@ -57,7 +63,7 @@ pub async fn stream_execute(
 ) -> Result<Response<StreamBody>, ConnectError> {
     let mut span = trace.statement(&req.query);
     let asked = std::time::Instant::now();
-    let start = match deadline.within(execute::start(&app, &creds, req)).await {
+    let start = match deadline.within(statement::start(&app, &creds, req)).await {
         Ok(Ok(start)) => start,
         Ok(Err(e)) | Err(e) => {
             span.finish(Err(&e), None);
@@ -70,7 +76,7 @@ pub async fn stream_execute(
     let (tx, rx) = mpsc::channel(BUFFERED);
     let traced = (span, trace.clone());
     tokio::spawn(produce(app, creds, start, tx, deadline, traced));
-    let mut resp = Response::new(StreamBody { rx, _alive: None });
+    let mut resp = Response::new(StreamBody::new(rx));
     resp.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static(envelope::CONTENT_TYPE),
@@ -95,7 +101,7 @@ async fn produce(
                 deadline,
                 watch: Some(tx.clone()),
             };
-            match execute::run(&app, &creds, ready, &mut sink, &stop).await {
+            match statement::run(&app, &creds, ready, &mut sink, &stop).await {
                 // A stream's rows went out in chunks: the answer holds none.
                 Ok(resp) => (resp.message, None),
                 // Nobody to tell; the statement was stopped.
@@ -132,7 +138,7 @@ async fn finish(
 /// The data messages that end a stream, from the statement's answer: its
 /// result unless its fields went first (then its rows went too), then the
 /// session with the SQL error, if any.
-pub fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<ExecuteResponse> {
+fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<ExecuteResponse> {
     let mut msgs = Vec::with_capacity(2);
     if let Some(result) = last.result.filter(|_| !sent_columns) {
         msgs.push(ExecuteResponse {
@@ -148,44 +154,12 @@ pub fn closing_messages(last: ExecuteResponse, sent_columns: bool) -> Vec<Execut
     msgs
 }
 
-/// The response body: envelopes (or a large Execute answer's pieces, rows/spill.rs)
-/// as the statement's task sends them; ends when the task is done. Dropped by
-/// hyper when the client goes away, which closes the channel (and `_alive`, the
-/// statement's watch).
-pub struct StreamBody {
-    rx: mpsc::Receiver<Bytes>,
-    _alive: Option<mpsc::Receiver<Bytes>>,
-}
-
-impl StreamBody {
-    /// `rx`'s pieces, holding `alive` open for as long as the body lives.
-    pub fn guarded(rx: mpsc::Receiver<Bytes>, alive: mpsc::Receiver<Bytes>) -> Self {
-        StreamBody {
-            rx,
-            _alive: Some(alive),
-        }
-    }
-}
-
-impl Body for StreamBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ferry_proto::psdb::v1alpha1::Session;
     use ferry_proto::vitess::query::{Field, QueryResult};
     use ferry_proto::vitess::vtrpc::RpcError;
-    use http_body_util::BodyExt;
 
     fn session() -> Option<Session> {
         Some(Session {
@@ -239,26 +213,5 @@ mod tests {
         let msgs = closing_messages(failed, false);
         assert_eq!(msgs.len(), 1);
         assert_eq!(msgs[0].error.as_ref().unwrap().code, 5);
-    }
-
-    #[tokio::test]
-    async fn the_body_yields_what_the_task_sends_then_ends() {
-        let (tx, rx) = mpsc::channel(2);
-        let body = StreamBody { rx, _alive: None };
-        tokio::spawn(async move {
-            tx.send(Bytes::from_static(b"a")).await.unwrap();
-            tx.send(envelope::end_stream(None)).await.unwrap();
-        });
-        let all = body.collect().await.unwrap().to_bytes();
-        assert_eq!(&all[..], b"a\x02\x00\x00\x00\x02{}");
-    }
-
-    #[tokio::test]
-    async fn dropping_the_body_closes_the_channel() {
-        let (tx, rx) = mpsc::channel::<Bytes>(1);
-        drop(StreamBody { rx, _alive: None });
-        tokio::time::timeout(std::time::Duration::from_secs(1), tx.closed())
-            .await
-            .expect("closed");
     }
 }

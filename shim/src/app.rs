@@ -1,0 +1,72 @@
+//! The shim's state, shared by every request: its pools and pins, the sealer,
+//! its limits and policies, metrics and tracing. Built once from the settings
+//! (config.rs); everything below the RPCs reads it, nothing in it knows them.
+use crate::config::Config;
+use crate::mysql::pool::Pools;
+use crate::mysql::role::Role;
+use crate::rows::result::ResultLimits;
+use crate::rows::sink::ChunkPolicy;
+use crate::rows::spill::SpillPolicy;
+use crate::sessions::pins::Pins;
+use crate::sessions::seal::Sealer;
+use crate::telemetry::metrics::Metrics;
+use crate::telemetry::trace::Tracing;
+use crate::types::column_types::ColumnTypes;
+use std::time::Duration;
+
+pub struct App {
+    pub pools: Pools,
+    pub pins: Pins,
+    pub sealer: Sealer,
+    /// This process, in every session it seals (a restart shows as a new one).
+    pub instance: [u8; 8],
+    pub max_request_bytes: usize,
+    pub result_limits: ResultLimits,
+    pub stream_chunks: ChunkPolicy,
+    /// When an Execute answer goes out in pieces (rows/spill.rs).
+    pub unary_spill: SpillPolicy,
+    /// Tables' column types from information_schema (types/column_types.rs).
+    pub column_types: ColumnTypes,
+    /// The earliest an `unauthenticated` answer may leave (mysql/account.rs).
+    pub auth_failure_delay: Duration,
+    /// The database target this shim serves (mysql/role.rs).
+    pub role: Role,
+    /// `FERRY_TRACK_GTID`: sessions carry their last write's GTID (sessions/gtid.rs).
+    pub track_gtid: bool,
+    /// `FERRY_READ_AFTER_WRITE_WAIT_MS`: a replica's longest wait for one.
+    pub read_after_write_wait: Duration,
+    pub metrics: Metrics,
+    /// Spans to an OTLP collector (`FERRY_OTLP_ENDPOINT`; telemetry/trace.rs); `None`: off.
+    pub tracing: Option<Tracing>,
+}
+
+impl App {
+    pub fn new(cfg: &Config, sealer: Sealer) -> Self {
+        let pools = Pools::new(cfg);
+        App {
+            metrics: Metrics::new(cfg.role, &pools.metrics),
+            role: cfg.role,
+            track_gtid: cfg.track_gtid,
+            read_after_write_wait: cfg.read_after_write_wait,
+            pools,
+            pins: Pins::new(
+                cfg.sessions.txn_idle,
+                cfg.sessions.state_idle,
+                cfg.sessions.queue_max,
+                cfg.sessions.max_pinned,
+            ),
+            sealer,
+            instance: crate::sessions::seal::random(),
+            max_request_bytes: cfg.max_request_bytes,
+            result_limits: cfg.result_limits,
+            stream_chunks: cfg.stream_chunks,
+            unary_spill: SpillPolicy {
+                after: cfg.unary_stream_after,
+                piece: cfg.stream_chunks.bytes,
+            },
+            column_types: ColumnTypes::new(cfg.column_type_cache, cfg.column_type_ttl),
+            auth_failure_delay: cfg.auth_failure_delay,
+            tracing: None,
+        }
+    }
+}

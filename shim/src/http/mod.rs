@@ -1,0 +1,7 @@
+//! The shim's HTTP server: listeners, routing and the canonical request
+//! checks, and its own endpoints (health, metrics).
+mod admin;
+mod listener;
+mod routes;
+
+pub use listener::serve;

@@ -1,0 +1,52 @@
+//! The RPCs served (the list the filter serves too: ferry-wire's `rpc::Method`),
+//! one file each: a new RPC is one file and one row in `dispatch`.
+mod execute;
+mod prepare;
+mod sessions;
+mod stream_execute;
+
+use crate::app::App;
+use crate::connect::deadline::Deadline;
+use crate::connect::error::ConnectError;
+use crate::connect::response::ShimBody;
+use crate::credentials::Credentials;
+use crate::telemetry::trace::Trace;
+use bytes::Bytes;
+use ferry_proto::vitess::vtrpc::Code;
+use ferry_wire::rpc::Method as Rpc;
+use http::Response;
+use std::sync::Arc;
+
+/// One RPC call: the request's body (its message, not yet decoded) and context.
+pub struct Call<'a> {
+    pub app: &'a Arc<App>,
+    pub rpc: Rpc,
+    pub creds: Credentials,
+    pub body: Bytes,
+    /// The statement's (Execute, StreamExecute); none for the others.
+    pub deadline: Deadline,
+    pub trace: &'a Trace,
+}
+
+/// Serves one call of `call.rpc`.
+pub async fn dispatch(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
+    match call.rpc {
+        Rpc::Execute => execute::serve(call).await,
+        Rpc::StreamExecute => stream_execute::serve(call).await,
+        Rpc::CreateSession => sessions::serve_create(call).await,
+        Rpc::CloseSession => sessions::serve_close(call).await,
+        Rpc::Prepare => prepare::serve(call).await,
+    }
+}
+
+impl Call<'_> {
+    /// The request message; `invalid_argument` when it does not decode.
+    fn request<M: prost::Message + Default>(&self) -> Result<M, ConnectError> {
+        M::decode(self.body.clone()).map_err(|e| {
+            ConnectError::new(
+                Code::InvalidArgument,
+                format!("cannot decode the {:?} request: {e}", self.rpc),
+            )
+        })
+    }
+}

@@ -1,0 +1,41 @@
+//! A finished statement as its answer: the result or the error, and the
+//! session it leaves, sealed.
+use super::run::Finished;
+use super::session_out::SessionOut;
+use super::source::Left;
+use crate::errors::answers::{rpc_error, sql_error, too_large};
+use crate::rows::answer::Answer;
+use crate::rows::result::{EncodedRows, ResultLimits};
+use ferry_proto::psdb::v1alpha1::ExecuteResponse;
+use ferry_proto::vitess::vtrpc::Code;
+
+pub fn respond(
+    out: &SessionOut<'_>,
+    pinned: bool,
+    left: Left,
+    finished: Finished,
+    timing: f64,
+    limits: ResultLimits,
+) -> Answer {
+    let mut rows = EncodedRows::default();
+    let (result, error) = match finished {
+        Finished::Done(result, encoded) => {
+            rows = encoded;
+            (Some(result), None)
+        }
+        Finished::Sql(se) => (None, Some(sql_error(&se, &out.creds.user))),
+        Finished::TooLarge(overflow) => (None, Some(too_large(overflow, limits))),
+        Finished::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
+        Finished::Invalid(msg) => (None, Some(rpc_error(Code::InvalidArgument, msg))),
+    };
+    let session = out.seal(pinned, left.in_txn, left.autocommit, result.as_ref());
+    Answer {
+        message: ExecuteResponse {
+            session: Some(session),
+            result,
+            error,
+            timing,
+        },
+        rows,
+    }
+}

@@ -1,0 +1,380 @@
+//! Running a statement on the connection it was given: the statement itself
+//! (text protocol, or the binary one when it has bind variables: types/bind.rs
+//! gives typed parameters, never text in the SQL; rows/binary_row.rs turns its
+//! rows into the text protocol's bytes), its rows into a sink, the status it
+//! leaves, and the position of its write (`FERRY_TRACK_GTID`). SQL errors are
+//! answered inside the response (HTTP 200, `ExecuteResponse.error`), as
+//! PlanetScale does; only failures to reach MySQL, and deadlines, are Connect
+//! errors.
+use super::respond::respond;
+use super::session_out::SessionOut;
+use super::source::{leaves_sticky_state, Left};
+use super::start::Ready;
+use super::stop::{Interrupt, Stop};
+use crate::app::App;
+use crate::connect::error::ConnectError;
+use crate::credentials::Credentials;
+use crate::errors::mysql::ER_WRONG_ARGUMENTS;
+use crate::rows::answer::Answer;
+use crate::rows::binary_row;
+use crate::rows::result::{EncodedRows, Overflow};
+use crate::rows::sink::{Gone, Sink};
+use crate::sessions::gtid;
+use crate::telemetry::log::Level;
+use crate::types::column_types::Describer;
+use ferry_proto::vitess::query::QueryResult;
+use futures_util::TryStreamExt;
+use mysql_async::consts::StatusFlags;
+use mysql_async::prelude::{Protocol, Queryable};
+use mysql_async::{Conn, DriverError, Params, Row as MysqlRow, Value};
+use std::time::Instant;
+
+/// Runs a ready statement into `sink` and answers with the session it
+/// leaves: the pin is kept, made or released as the statement left the
+/// connection (source.rs). `Err` is a Connect error after the statement
+/// started: its connection failed (unpinned), or it was stopped (`stop`).
+pub async fn run(
+    app: &App,
+    creds: &Credentials,
+    ready: Ready,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Result<Answer, ConnectError> {
+    let Ready {
+        id,
+        base,
+        sql,
+        params,
+        verdict,
+        mut source,
+        waited,
+    } = ready;
+    let mut out = SessionOut::new(app, creds, id, base);
+    // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
+    // session's own (sealed) value is what a direct connection would give.
+    let last_insert_id = source.is_pooled().then_some(out.base.last_insert_id);
+    let Some(conn) = source.conn() else {
+        return source.failed(&out, &sql, None).map(Answer::from);
+    };
+    let started = Instant::now();
+    let describer = Describer {
+        cache: &app.column_types,
+        pools: &app.pools,
+        creds,
+    };
+    let ran = guarded(conn, &sql, params, last_insert_id, &describer, sink, stop).await;
+    let timing = started.elapsed().as_secs_f64();
+    let (finished, (in_txn, autocommit)) = match ran {
+        Ran::Done(finished, status) => (finished, status),
+        Ran::Failed(e) => return source.failed(&out, &sql, Some(&e)).map(Answer::from),
+        Ran::Stopped(why) => {
+            source.stopped(app, creds, why.reason()).await;
+            return Err(why.error(stop));
+        }
+    };
+    if app.track_gtid && may_have_committed(&sql, in_txn) {
+        if let Some(conn) = source.conn() {
+            note_write_position(&mut out, conn).await;
+        }
+    }
+    let left = Left {
+        in_txn,
+        autocommit,
+        sticky: leaves_sticky_state(verdict)
+            && !matches!(finished, Finished::Sql(_) | Finished::Invalid(_)),
+    };
+    let pinned = match source.settle(&out, &sql, verdict, left) {
+        Ok(pinned) => pinned,
+        Err(mut refused) => {
+            refused.timing = timing + waited;
+            return Ok((*refused).into());
+        }
+    };
+    // A replica's wait for the session's writes is database time too.
+    let timing = timing + waited;
+    Ok(respond(
+        &out,
+        pinned,
+        left,
+        finished,
+        timing,
+        app.result_limits,
+    ))
+}
+
+/// How a statement ended, before it becomes a response.
+pub enum Finished {
+    /// The result (its rows apart, encoded as they were read).
+    Done(QueryResult, EncodedRows),
+    Sql(mysql_async::ServerError),
+    TooLarge(Overflow),
+    /// The server asked for something the shim never does (LOAD DATA LOCAL).
+    Unsupported(&'static str),
+    /// The bound statement and its parameters did not fit (see types/bind.rs).
+    Invalid(String),
+}
+
+/// How a statement ended on its connection.
+enum Ran {
+    /// It finished (perhaps with an SQL error); the status it left.
+    Done(Finished, (bool, bool)),
+    /// The connection failed (I/O, protocol).
+    Failed(mysql_async::Error),
+    Stopped(Interrupt),
+}
+
+/// Why reading a statement's result ended early.
+enum Fail {
+    Mysql(mysql_async::Error),
+    Gone,
+}
+
+impl From<mysql_async::Error> for Fail {
+    fn from(e: mysql_async::Error) -> Self {
+        Fail::Mysql(e)
+    }
+}
+
+impl From<Gone> for Fail {
+    fn from(_: Gone) -> Self {
+        Fail::Gone
+    }
+}
+
+/// The server status after a statement: (in a transaction, autocommit on).
+/// It comes with the last OK packet; an error packet carries none, and after
+/// an error the transaction may have ended (a deadlock rolls it back) or,
+/// in a multi-statement query, begun: then `DO 0` fetches a fresh status.
+async fn txn_status(conn: &mut Conn) -> Result<(bool, bool), mysql_async::Error> {
+    if conn.last_ok_packet().is_none() {
+        conn.query_drop("DO 0").await?;
+    }
+    let status = conn
+        .last_ok_packet()
+        .map(|ok| ok.status_flags())
+        .unwrap_or_default();
+    Ok((
+        status.contains(StatusFlags::SERVER_STATUS_IN_TRANS),
+        status.contains(StatusFlags::SERVER_STATUS_AUTOCOMMIT),
+    ))
+}
+
+/// Before a statement that reads LAST_INSERT_ID() on a pooled connection: set
+/// the connection's value to the session's (`DO LAST_INSERT_ID(n)`). A mention
+/// inside a string or comment costs the same round trip and changes nothing.
+async fn restore_last_insert_id(
+    conn: &mut Conn,
+    sql: &str,
+    last_insert_id: u64,
+) -> Result<(), mysql_async::Error> {
+    if mentions_last_insert_id(sql) {
+        conn.query_drop(format!("DO LAST_INSERT_ID({last_insert_id})"))
+            .await?;
+    }
+    Ok(())
+}
+
+fn mentions_last_insert_id(sql: &str) -> bool {
+    sql.as_bytes()
+        .windows(14)
+        .any(|w| w.eq_ignore_ascii_case(b"LAST_INSERT_ID"))
+}
+
+/// Whether a statement that ended this way committed a write whose position
+/// the session should carry: not replay-safe and outside a transaction
+/// (an autocommit write, a COMMIT). A statement that wrote nothing only
+/// re-reads the connection's last position, which is harmless.
+fn may_have_committed(sql: &str, in_txn: bool) -> bool {
+    !in_txn && !ferry_wire::replay::replay_safe(sql)
+}
+
+/// Puts the position of the connection's last write in the session's answer
+/// (`FERRY_TRACK_GTID` on a primary: sessions/gtid.rs). One extra round trip.
+async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
+    match gtid::position(conn).await {
+        Ok(Some(pos)) => {
+            let flavour = gtid::Flavour::of(conn.server_version());
+            let raw = out
+                .base
+                .read_after_write
+                .get_or_insert_with(Default::default);
+            raw.read_after_write_gtid = gtid::merge(flavour, &raw.read_after_write_gtid, &pos);
+        }
+        Ok(None) => {}
+        Err(e) => crate::log!(
+            Level::Warn,
+            "cannot read the GTID of a write",
+            user = out.creds.user,
+            error = e
+        ),
+    }
+}
+
+/// Runs the statement (after restoring the session's LAST_INSERT_ID() on a
+/// pooled connection) and reads the status it left, unless `stop` comes
+/// first. When it does, the statement's future is dropped midway: the
+/// connection is left inside a result and must be stopped (mysql/cancel.rs).
+async fn guarded(
+    conn: &mut Conn,
+    sql: &str,
+    params: Option<Vec<Value>>,
+    last_insert_id: Option<u64>,
+    describer: &Describer<'_>,
+    sink: &mut Sink,
+    stop: &Stop,
+) -> Ran {
+    let work = async {
+        if let Some(id) = last_insert_id {
+            restore_last_insert_id(conn, sql, id).await?;
+        }
+        let outcome = run_statement(conn, sql, params, describer, sink).await?;
+        Ok::<_, Fail>((outcome, txn_status(conn).await?))
+    };
+    // Unbiased on purpose: a result that is always ready to read must not
+    // starve the deadline.
+    tokio::select! {
+        done = work => match done {
+            Ok((outcome, status)) => Ran::Done(outcome, status),
+            Err(Fail::Mysql(e)) => Ran::Failed(e),
+            Err(Fail::Gone) => Ran::Stopped(Interrupt::ClientGone),
+        },
+        () = stop.deadline.expired() => Ran::Stopped(Interrupt::Deadline),
+        () = stop.client_gone() => Ran::Stopped(Interrupt::ClientGone),
+    }
+}
+
+async fn run_statement(
+    conn: &mut Conn,
+    sql: &str,
+    params: Option<Vec<Value>>,
+    describer: &Describer<'_>,
+    sink: &mut Sink,
+) -> Result<Finished, Fail> {
+    let mut qr = QueryResult::default();
+    let server_version = conn.server_version();
+    let first = async {
+        match params {
+            None => {
+                let result = conn.query_iter(sql).await?;
+                read_first(result, &mut qr, describer, server_version, sink).await
+            }
+            // COM_STMT_PREPARE, COM_STMT_EXECUTE, COM_STMT_CLOSE: a statement
+            // is never reused, because MySQL 8 fixes the type of a parameter
+            // that its context does not type (`SELECT ?`) at the statement's
+            // first execution and converts later values to it ('2x' → 2), so
+            // a cached statement would answer differently for the same
+            // request. Nothing is left prepared on the connection either
+            // (max_prepared_stmt_count is server-wide).
+            Some(params) => {
+                let stmt = conn.prep(sql).await?;
+                let read = async {
+                    let result = conn.exec_iter(&stmt, Params::Positional(params)).await?;
+                    read_first(result, &mut qr, describer, server_version, sink).await
+                }
+                .await;
+                match &read {
+                    // The connection is sound: close the statement on it.
+                    Ok(())
+                    | Err(Fail::Mysql(
+                        mysql_async::Error::Server(_)
+                        | mysql_async::Error::Driver(DriverError::StmtParamsMismatch { .. }),
+                    )) => conn.close(stmt).await?,
+                    // It failed or is being stopped: it goes, with its statement.
+                    Err(_) => {}
+                }
+                read
+            }
+        }
+    };
+    match first.await {
+        Ok(()) => describer.statement_ran(sql),
+        Err(Fail::Mysql(mysql_async::Error::Server(se))) => return Ok(Finished::Sql(se)),
+        // The server counts the statement's `?` otherwise than types/bind.rs did (a
+        // session with NO_BACKSLASH_ESCAPES read a string differently):
+        // refused before anything was sent.
+        Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::StmtParamsMismatch {
+            required,
+            supplied,
+        }))) => {
+            return Ok(Finished::Invalid(ER_WRONG_ARGUMENTS.message(
+                &format!("the server reads {required} placeholders in the statement, and {supplied} values were bound"),
+            )))
+        }
+        // No infile handler is installed, on purpose: the shim's files are not
+        // the client's. mysql_async drops the connection; the pool replaces it.
+        Err(Fail::Mysql(mysql_async::Error::Driver(DriverError::LocalInfile(_)))) => {
+            return Ok(Finished::Unsupported(
+                "LOAD DATA LOCAL INFILE is not supported",
+            ))
+        }
+        Err(e) => return Err(e),
+    }
+    if let Some(overflow) = sink.overflow() {
+        return Ok(Finished::TooLarge(overflow));
+    }
+    let rows = sink.take_rows();
+    Ok(Finished::Done(qr, rows))
+}
+
+/// Reads the first result set of a statement into the sink (its rows one
+/// by one; a binary-protocol row is turned into text bytes first), or the
+/// numbers of its OK packet; the later result sets are read and dropped.
+async fn read_first<P: Protocol + Unpin>(
+    mut result: mysql_async::QueryResult<'_, '_, P>,
+    qr: &mut QueryResult,
+    describer: &Describer<'_>,
+    server_version: (u16, u16, u16),
+    sink: &mut Sink,
+) -> Result<(), Fail> {
+    let binary =
+        std::any::TypeId::of::<P>() == std::any::TypeId::of::<mysql_async::BinaryProtocol>();
+    match result.columns() {
+        Some(columns) if !columns.is_empty() => {
+            qr.fields = describer.fields(&columns, server_version).await;
+            sink.columns(&qr.fields).await?;
+            if let Some(mut rows) = result.stream::<MysqlRow>().await? {
+                while let Some(mut row) = rows.try_next().await? {
+                    if binary {
+                        binary_row::to_text(&mut row);
+                    }
+                    sink.row(&row).await?;
+                }
+            }
+            sink.end().await?;
+        }
+        _ => {
+            // An OK packet: read its numbers before later results replace them.
+            qr.rows_affected = result.affected_rows();
+            qr.insert_id = result.last_insert_id().unwrap_or(0);
+            qr.insert_id_changed = qr.insert_id != 0;
+            qr.info = result.info().into_owned();
+        }
+    }
+    result.drop_result().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_insert_id_is_recognised() {
+        assert!(mentions_last_insert_id("select last_insert_id()"));
+        assert!(mentions_last_insert_id("SELECT LAST_INSERT_ID() + 1"));
+        assert!(!mentions_last_insert_id("SELECT 1"));
+        assert!(!mentions_last_insert_id("LAST_INSERT_I"));
+    }
+
+    #[test]
+    fn which_statements_leave_a_position() {
+        assert!(may_have_committed("INSERT INTO t VALUES (1)", false));
+        assert!(may_have_committed("COMMIT", false));
+        assert!(
+            !may_have_committed("INSERT INTO t VALUES (1)", true),
+            "not yet committed"
+        );
+        assert!(!may_have_committed("BEGIN", true));
+        assert!(!may_have_committed("SELECT * FROM t", false), "a read");
+    }
+}

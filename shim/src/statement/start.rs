@@ -1,0 +1,401 @@
+//! Before a statement runs: its session verified (the sealed token must open
+//! for the request's credentials: sessions/seal.rs), its bind variables bound
+//! (types/bind.rs), and its connection in hand (`Source`): a session without a
+//! pin borrows any pooled connection; one with a pin (sessions/pins.rs) runs
+//! on its pinned connection, queued behind the session's other requests.
+//!
+//! Read replicas (mysql/role.rs, sessions/gtid.rs): on a `replica` shim only
+//! replay-safe reads of sessions without a pin or transaction run, each after
+//! waiting for the session's GTID.
+use super::session_out::{fresh_vitess, SessionOut};
+use super::source::{lost, Source};
+use crate::app::App;
+use crate::connect::error::ConnectError;
+use crate::credentials::Credentials;
+use crate::errors::answers::{bad_workload, bind_error, misrouted, pin_error, seal_error};
+use crate::errors::mysql::lost_connection;
+use crate::mysql::role::{self, Role as ShimRole};
+use crate::olap;
+use crate::sessions::gtid::{self, WaitError};
+use crate::sessions::pins::Ended;
+use crate::sessions::seal::{random, SessionId, Token};
+use crate::telemetry::log::Level;
+use crate::telemetry::trace::Statement;
+use crate::types::bind;
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
+use ferry_proto::vitess::query::execute_options::Workload;
+use ferry_proto::vitess::query::QueryResult;
+use ferry_proto::vitess::vtgate;
+use ferry_proto::vitess::vtrpc::{Code, RpcError};
+use ferry_wire::statement::{classify, Verdict};
+use mysql_async::{Conn, Value};
+use std::time::Instant;
+
+/// A statement that has its session verified and its connection in hand.
+pub struct Ready {
+    pub(super) id: SessionId,
+    pub(super) base: vtgate::Session,
+    pub(super) sql: String,
+    /// Bind variables' values, one per `?` of `sql`: run with the binary protocol.
+    pub(super) params: Option<Vec<Value>>,
+    pub(super) verdict: Verdict,
+    pub(super) source: Source,
+    /// Seconds a replica waited for the session's GTID before it runs.
+    pub(super) waited: f64,
+}
+
+/// The session as it is before a statement, to be sealed if it cannot finish.
+pub struct AsIs {
+    id: SessionId,
+    base: vtgate::Session,
+    pinned: bool,
+}
+
+impl AsIs {
+    pub fn seal(self, app: &App, creds: &Credentials) -> Session {
+        let (in_txn, autocommit) = (self.base.in_transaction, self.base.autocommit);
+        let out = SessionOut::new(app, creds, self.id, self.base);
+        out.seal(self.pinned, in_txn, autocommit, None)
+    }
+}
+
+impl Ready {
+    /// The session as it is before the statement: what a stream (or an answer
+    /// already going out in pieces) ends with when the statement cannot finish.
+    pub fn as_is(&self) -> AsIs {
+        AsIs {
+            id: self.id,
+            base: self.base.clone(),
+            pinned: matches!(self.source, Source::Pinned { .. }),
+        }
+    }
+
+    /// [`Ready::as_is`], sealed.
+    pub fn session_as_is(&self, app: &App, creds: &Credentials) -> Session {
+        self.as_is().seal(app, creds)
+    }
+
+    /// The connection in hand (`None` only for a pin that lost it, which
+    /// start() never hands out).
+    pub fn conn(&mut self) -> Option<&mut Conn> {
+        self.source.conn()
+    }
+
+    /// Tells the statement's span how it got here: `asked` is when start()
+    /// was called (what it took, less a replica's wait, is the connection's).
+    pub fn traced(&self, span: &mut Statement, asked: Instant, role: ShimRole) {
+        let pinned = matches!(self.source, Source::Pinned { .. });
+        span.connected(asked.elapsed(), self.waited, pinned, role);
+    }
+
+    /// Gives the connection back when nothing ran on it that could leave
+    /// state (Prepare): a pooled one without a reset, a pin as it was.
+    pub fn release_clean(self) {
+        match self.source {
+            Source::Pooled { mut conn, .. } => conn.reset_connection(false),
+            Source::Pinned { .. } => {}
+        }
+    }
+}
+
+/// A request before MySQL runs anything: answered already (a refused
+/// session, the workload switch, a lost pin, no room for a pin...) or ready.
+pub enum Start {
+    Answered(ExecuteResponse),
+    Run(Ready),
+}
+
+/// Verifies the session and gets the statement its connection. Connect
+/// errors (no connection: 401, 429, 503) come before anything ran.
+pub async fn start(
+    app: &App,
+    creds: &Credentials,
+    req: ExecuteRequest,
+) -> Result<Start, ConnectError> {
+    let (mut out, token) = match open(app, creds, req.session) {
+        Ok(opened) => opened,
+        Err(answered) => return Ok(*answered),
+    };
+    if app.role == ShimRole::Replica {
+        // The filter sends a replica reads outside transactions only.
+        let pinned = token.as_ref().is_some_and(|t| t.pinned);
+        if pinned || out.base.in_transaction || !role::replica_may_run(&req.query) {
+            return Err(role::only_reads());
+        }
+    }
+    // `prepared` (psdb's newer field) is a hint only: bind variables decide.
+    let (sql, params) = if req.bind_variables.is_empty() {
+        (req.query, None)
+    } else {
+        match bind::bind(&req.query, &req.bind_variables, bind::Mode::Execute) {
+            Ok(bound) => (bound.sql, Some(bound.params)),
+            Err(e) => {
+                // The reason quotes the client's values: answered, not logged.
+                crate::log!(Level::Info, "bind variables refused", user = creds.user);
+                let session = match &token {
+                    Some(t) => out.unchanged(t),
+                    None => out.fresh(),
+                };
+                return Ok(answered(session, bind_error(&e.0)));
+            }
+        }
+    };
+    if params.is_none() {
+        if let Some(set) = olap::set_workload(&sql) {
+            return Ok(Start::Answered(switch_workload(
+                &mut out,
+                token.as_ref(),
+                set,
+            )));
+        }
+    }
+    let verdict = classify(&sql);
+    let start = connect(out, token, sql, params, verdict).await?;
+    match app.role {
+        ShimRole::Replica => read_after_write(app, start).await,
+        ShimRole::Primary => Ok(start),
+    }
+}
+
+/// On a replica: a read of a session that carries a GTID runs once the
+/// server has applied it; not within `FERRY_READ_AFTER_WRITE_WAIT_MS`, it is
+/// answered 503 (role::behind) for Envoy to retry on the primary.
+async fn read_after_write(app: &App, start: Start) -> Result<Start, ConnectError> {
+    let Start::Run(mut ready) = start else {
+        return Ok(start);
+    };
+    let gtid = ready
+        .base
+        .read_after_write
+        .as_ref()
+        .map(|r| r.read_after_write_gtid.clone())
+        .unwrap_or_default();
+    if gtid.is_empty() {
+        return Ok(Start::Run(ready));
+    }
+    let Some(conn) = ready.conn() else {
+        return Ok(Start::Run(ready));
+    };
+    let started = Instant::now();
+    match gtid::wait_for(conn, &gtid, app.read_after_write_wait).await {
+        Ok(()) => {
+            app.metrics.read_after_write(true);
+            ready.waited = started.elapsed().as_secs_f64();
+            Ok(Start::Run(ready))
+        }
+        Err(WaitError::NotReached(why)) => {
+            app.metrics.read_after_write(false);
+            // The wait's SELECT leaves nothing on the connection.
+            ready.release_clean();
+            crate::log!(
+                Level::Info,
+                "replica behind a session's writes",
+                gtid = gtid,
+                reason = why
+            );
+            Err(role::behind(app.read_after_write_wait))
+        }
+        Err(WaitError::Mysql(e)) => {
+            drop(ready); // broken: the pool discards it
+            Err(ConnectError::new(Code::Unavailable, lost_connection(&e)))
+        }
+    }
+}
+
+/// The session's connection for a request that runs nothing that could
+/// leave state behind (Prepare): the pin if the session has one (queued
+/// behind its other requests; a lost pin is answered as for a statement),
+/// else any pooled connection, and never a new pin.
+pub async fn start_without_statement(
+    app: &App,
+    creds: &Credentials,
+    session: Option<Session>,
+) -> Result<Start, ConnectError> {
+    let (out, token) = match open(app, creds, session) {
+        Ok(opened) => opened,
+        Err(answered) => return Ok(*answered),
+    };
+    connect(out, token, String::new(), None, Verdict::Clean).await
+}
+
+/// An answer before anything ran.
+fn answered(session: Session, error: RpcError) -> Start {
+    Start::Answered(ExecuteResponse {
+        session: Some(session),
+        result: None,
+        error: Some(error),
+        timing: 0.0,
+    })
+}
+
+/// Verifies the request's session: its sealed token (`None`: a new
+/// session), or the answer for a refused one.
+fn open<'a>(
+    app: &'a App,
+    creds: &'a Credentials,
+    session: Option<Session>,
+) -> Result<(SessionOut<'a>, Option<Token>), Box<Start>> {
+    let session = session.unwrap_or_default();
+    let base = session.vitess_session.unwrap_or_else(fresh_vitess);
+    let opened = app.sealer.open(&session.signature, &base, creds);
+    let out = SessionOut {
+        app,
+        creds,
+        signature: if opened.is_ok() {
+            session.signature
+        } else {
+            Vec::new()
+        },
+        id: match &opened {
+            Ok(Some(t)) => t.id,
+            _ => random(),
+        },
+        base: if opened.is_ok() { base } else { fresh_vitess() },
+    };
+    match opened {
+        Ok(token) => Ok((out, token)),
+        // Never executed; the client may go on with the fresh session it gets.
+        Err(e) => {
+            crate::log!(
+                Level::Warn,
+                "session refused",
+                user = creds.user,
+                reason = e
+            );
+            Err(Box::new(answered(out.fresh(), seal_error(&e))))
+        }
+    }
+}
+
+/// The statement's connection: the session's pin, or a pooled one.
+async fn connect(
+    out: SessionOut<'_>,
+    token: Option<Token>,
+    sql: String,
+    params: Option<Vec<Value>>,
+    verdict: Verdict,
+) -> Result<Start, ConnectError> {
+    let app = out.app;
+    match token {
+        Some(t) if t.pinned => match app.pins.get(&t.id) {
+            Some(pin) => {
+                let state = match app.pins.enter(&pin).await {
+                    Ok(state) => state,
+                    Err(e) => return Ok(answered(out.unchanged(&t), pin_error(&e))),
+                };
+                if let Some(why) = state.lost.clone() {
+                    return Ok(Start::Answered(lost(&out, &t, &sql, &why)));
+                }
+                if state.conn.is_none() {
+                    // Released by the request ahead in the queue (its COMMIT):
+                    // nothing is pinned any more.
+                    drop(state);
+                    return pooled(out, sql, params, verdict).await;
+                }
+                Ok(Start::Run(Ready {
+                    id: out.id,
+                    base: out.base,
+                    sql,
+                    params,
+                    verdict,
+                    source: Source::Pinned { token: t, state },
+                    waited: 0.0,
+                }))
+            }
+            None => match app.pins.ended(&t.id) {
+                // An older copy of a session whose pin ended normally (sent by
+                // concurrent requests): nothing is pinned, run it unpinned.
+                Some(Ended::Released) => pooled(out, sql, params, verdict).await,
+                Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &sql, &why))),
+                // Pinned in another shim, and Envoy brought it here: session affinity
+                // is not at work on this gateway. Nothing runs; the session is kept
+                // (the transaction is still open there).
+                None if t.instance != app.instance && app.sealer.held_elsewhere(&t.holder) => {
+                    crate::log!(
+                        Level::Warn,
+                        "pinned session of another shim",
+                        user = out.creds.user
+                    );
+                    Ok(answered(out.as_received(), misrouted()))
+                }
+                None => {
+                    let why = if t.instance == app.instance {
+                        "the gateway no longer holds it"
+                    } else {
+                        "the shim that held it restarted or is gone"
+                    };
+                    Ok(Start::Answered(lost(&out, &t, &sql, why)))
+                }
+            },
+        },
+        _ => pooled(out, sql, params, verdict).await,
+    }
+}
+
+/// A statement of a session without a pin: any pooled connection; a pin is
+/// admitted first if the statement means to make one.
+async fn pooled(
+    out: SessionOut<'_>,
+    sql: String,
+    params: Option<Vec<Value>>,
+    verdict: Verdict,
+) -> Result<Start, ConnectError> {
+    let (app, creds) = (out.app, out.creds);
+    let mut conn = app.pools.conn(creds).await?;
+    let may_pin = matches!(verdict, Verdict::Refuse(_));
+    if may_pin {
+        if let Err(e) = app.pins.admit(&creds.user) {
+            conn.reset_connection(false); // nothing ran on it
+            return Ok(Start::Answered(ExecuteResponse {
+                session: Some(out.fresh()),
+                result: None,
+                error: Some(pin_error(&e)),
+                timing: 0.0,
+            }));
+        }
+    }
+    Ok(Start::Run(Ready {
+        id: out.id,
+        base: out.base,
+        sql,
+        params,
+        verdict,
+        source: Source::Pooled { conn, may_pin },
+        waited: 0.0,
+    }))
+}
+
+/// `SET workload = ...`: vitess's setting, kept in the session's options;
+/// nothing runs in MySQL and nothing is pinned (olap.rs).
+fn switch_workload(
+    out: &mut SessionOut<'_>,
+    token: Option<&Token>,
+    set: Result<Workload, String>,
+) -> ExecuteResponse {
+    let (result, error) = match set {
+        Ok(workload) => {
+            out.base
+                .options
+                .get_or_insert_with(Default::default)
+                .workload = workload as i32;
+            crate::log!(
+                Level::Debug,
+                "workload switched",
+                user = out.creds.user,
+                workload = workload.as_str_name()
+            );
+            (Some(QueryResult::default()), None)
+        }
+        Err(value) => (None, Some(bad_workload(&value))),
+    };
+    let session = match token {
+        Some(t) => out.unchanged(t),
+        None => out.fresh(),
+    };
+    ExecuteResponse {
+        session: Some(session),
+        result,
+        error,
+        timing: 0.0,
+    }
+}
