@@ -5,6 +5,7 @@ pub mod auth_clause;
 pub mod cancel;
 pub mod health;
 pub mod pool;
+pub mod pool_metrics;
 pub mod role;
 pub mod target;
 pub mod tls;

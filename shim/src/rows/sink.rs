@@ -9,6 +9,7 @@
 //! shim holds a few chunks per stream whatever the result size.
 use crate::connect::envelope;
 use crate::rows::answer::result_header;
+use crate::rows::gone::Gone;
 use crate::rows::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
 use crate::rows::spill::Spill;
 use bytes::Bytes;
@@ -17,10 +18,6 @@ use ferry_proto::vitess::query::{Field, QueryResult};
 use mysql_async::Row as MysqlRow;
 use std::borrow::Cow;
 use tokio::sync::mpsc;
-
-/// The client went away (the response body was dropped): stop reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gone;
 
 pub enum Sink {
     /// Execute: every row, in memory, up to the limits.

@@ -17,8 +17,8 @@
 //! before it; clients read `error` first.
 use crate::connect::error::ConnectError;
 use crate::rows::answer::result_header;
+use crate::rows::gone::Gone;
 use crate::rows::result::{EncodedRows, ResultLimits, Rows};
-use crate::rows::sink::Gone;
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
 use ferry_proto::vitess::query::{Field, QueryResult};

@@ -1,13 +1,25 @@
 //! A finished statement as its answer: the result or the error, and the
 //! session it leaves, sealed.
-use super::run::Finished;
 use super::session_out::SessionOut;
 use super::source::Left;
 use crate::errors::answers::{rpc_error, sql_error, too_large};
 use crate::rows::answer::Answer;
-use crate::rows::result::{EncodedRows, ResultLimits};
+use crate::rows::result::{EncodedRows, Overflow, ResultLimits};
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
+use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtrpc::Code;
+
+/// How a statement ended, before it becomes a response.
+pub enum Finished {
+    /// The result (its rows apart, encoded as they were read).
+    Done(QueryResult, EncodedRows),
+    Sql(mysql_async::ServerError),
+    TooLarge(Overflow),
+    /// The server asked for something the shim never does (LOAD DATA LOCAL).
+    Unsupported(&'static str),
+    /// The bound statement and its parameters did not fit (see types/bind.rs).
+    Invalid(String),
+}
 
 pub fn respond(
     out: &SessionOut<'_>,

@@ -6,7 +6,7 @@
 //! answered inside the response (HTTP 200, `ExecuteResponse.error`), as
 //! PlanetScale does; only failures to reach MySQL, and deadlines, are Connect
 //! errors.
-use super::respond::respond;
+use super::respond::{respond, Finished};
 use super::session_out::SessionOut;
 use super::source::{leaves_sticky_state, Left};
 use super::start::Ready;
@@ -17,8 +17,8 @@ use crate::credentials::Credentials;
 use crate::errors::mysql::ER_WRONG_ARGUMENTS;
 use crate::rows::answer::Answer;
 use crate::rows::binary_row;
-use crate::rows::result::{EncodedRows, Overflow};
-use crate::rows::sink::{Gone, Sink};
+use crate::rows::gone::Gone;
+use crate::rows::sink::Sink;
 use crate::sessions::gtid;
 use crate::telemetry::log::Level;
 use crate::types::column_types::Describer;
@@ -100,18 +100,6 @@ pub async fn run(
         timing,
         app.result_limits,
     ))
-}
-
-/// How a statement ended, before it becomes a response.
-pub enum Finished {
-    /// The result (its rows apart, encoded as they were read).
-    Done(QueryResult, EncodedRows),
-    Sql(mysql_async::ServerError),
-    TooLarge(Overflow),
-    /// The server asked for something the shim never does (LOAD DATA LOCAL).
-    Unsupported(&'static str),
-    /// The bound statement and its parameters did not fit (see types/bind.rs).
-    Invalid(String),
 }
 
 /// How a statement ended on its connection.

@@ -20,54 +20,12 @@
 //! `user` is the MySQL user of an admitted pool; a credential MySQL has not
 //! accepted yet counts as `user="-"`, so made-up user names cannot grow the
 //! label set. No password, statement or session appears in any label.
-use crate::mysql::pool::Pools;
+use crate::mysql::pool_metrics::PoolMetrics;
 use crate::mysql::role::Role;
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
-};
+use prometheus::{Encoder, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-
-/// The label of a credential that has no admitted pool.
-pub const NEW_CREDENTIAL: &str = "-";
-
-/// What the pools count as they hand out connections (mysql/pool.rs).
-#[derive(Clone)]
-pub struct PoolMetrics {
-    pub wait: HistogramVec,
-    pub wait_timeouts: IntCounterVec,
-    pub connect_errors: IntCounterVec,
-}
-
-impl Default for PoolMetrics {
-    fn default() -> Self {
-        PoolMetrics {
-            wait: HistogramVec::new(
-                HistogramOpts::new(
-                    "ferry_shim_pool_wait_seconds",
-                    "Time to get a MySQL connection from a pool (a new one includes the login)",
-                )
-                .buckets(vec![
-                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                    10.0,
-                ]),
-                &["user"],
-            )
-            .unwrap_or_else(|_| unreachable!("a valid histogram")),
-            wait_timeouts: counter(
-                "ferry_shim_pool_wait_timeouts_total",
-                "Requests that got no MySQL connection within FERRY_POOL_WAIT_SECS",
-                &["user"],
-            ),
-            connect_errors: counter(
-                "ferry_shim_pool_connect_errors_total",
-                "MySQL connections that could not be opened (unreachable, refused)",
-                &["user"],
-            ),
-        }
-    }
-}
+use std::sync::Arc;
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     IntCounterVec::new(Opts::new(name, help), labels)
@@ -171,16 +129,17 @@ impl Metrics {
     }
 
     /// The text exposition, with the pool gauges read now.
-    pub fn render(&self, pools: &Pools, pinned: usize) -> String {
+    /// `pools`: each pool's user and counters (`Pools::snapshot`).
+    pub fn render(&self, pools: &[(String, Arc<mysql_async::Metrics>)], pinned: usize) -> String {
         let mut per_user: BTreeMap<String, [i64; 4]> = BTreeMap::new();
-        let snapshot = pools.snapshot();
+        let snapshot = pools;
         self.pools
             .set(i64::try_from(snapshot.len()).unwrap_or(i64::MAX));
         for (user, m) in snapshot {
             let n = |a: &std::sync::atomic::AtomicUsize| {
                 i64::try_from(a.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
             };
-            let e = per_user.entry(user).or_default();
+            let e = per_user.entry(user.clone()).or_default();
             e[0] += n(&m.connection_count);
             e[1] += n(&m.connections_in_use);
             e[2] += n(&m.connections_in_pool);
@@ -216,6 +175,8 @@ pub const CONTENT_TYPE: &str = prometheus::TEXT_FORMAT;
 mod tests {
     use super::*;
     use crate::config::Config;
+    use crate::mysql::pool::Pools;
+    use crate::mysql::pool_metrics::NEW_CREDENTIAL;
 
     #[test]
     fn the_exposition_has_every_metric() {
@@ -241,7 +202,7 @@ mod tests {
             .connect_errors
             .with_label_values(&[NEW_CREDENTIAL])
             .inc();
-        let text = m.render(&pools, 3);
+        let text = m.render(&pools.snapshot(), 3);
         for line in [
             "ferry_shim_requests_total{code=\"ok\",rpc=\"Execute\"} 2",
             "ferry_shim_requests_total{code=\"failed_precondition\",rpc=\"Execute\"} 1",
