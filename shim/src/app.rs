@@ -70,3 +70,10 @@ impl App {
         }
     }
 }
+
+impl App {
+    /// This process's instance, as sessions and the `ferry-shim-instance` header show it.
+    pub fn instance_hex(&self) -> String {
+        crate::sessions::seal::hex(&self.instance)
+    }
+}

@@ -4,18 +4,24 @@
 //! policy, column type mapping and `QueryResult` encoding.
 //! Client framing, codecs and compression live in the Envoy filter, never here.
 
-pub mod app;
-pub mod config;
-pub mod connect;
-pub mod credentials;
-pub mod errors;
-pub mod http;
-pub mod mysql;
-pub mod olap;
-pub mod rows;
-pub mod rpc;
-pub mod sessions;
-pub mod statement;
-pub mod telemetry;
-pub mod tls;
-pub mod types;
+mod app;
+mod config;
+mod connect;
+mod credentials;
+mod errors;
+mod http;
+mod mysql;
+mod rows;
+mod rpc;
+mod sessions;
+mod statement;
+mod telemetry;
+mod tls;
+mod types;
+
+pub use app::App;
+pub use config::Config;
+pub use http::serve;
+pub use sessions::seal::Sealer;
+pub use telemetry::log;
+pub use telemetry::trace::Tracing;

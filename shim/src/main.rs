@@ -1,11 +1,10 @@
 //! ferry-shim: reads its settings from the environment (see config.rs), opens
 //! the TCP and optional unix-socket listeners, and serves until SIGTERM/SIGINT.
-use ferry_shim::app::App;
-use ferry_shim::config::Config;
-use ferry_shim::http;
-use ferry_shim::sessions::seal::Sealer;
-use ferry_shim::telemetry::log::{self, Level};
-use ferry_shim::telemetry::trace::Tracing;
+use ferry_shim::log::{self, Level};
+use ferry_shim::App;
+use ferry_shim::Config;
+use ferry_shim::Sealer;
+use ferry_shim::Tracing;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -89,7 +88,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     let mut app = App::new(&cfg, sealer.with_holder(&cfg.advertise));
     // Tracing (telemetry/trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
     if let Some(endpoint) = &cfg.otlp_endpoint {
-        let instance = ferry_shim::sessions::seal::hex(&app.instance);
+        let instance = app.instance_hex();
         app.tracing = Some(Tracing::start(
             endpoint,
             cfg.trace_sql,
@@ -150,7 +149,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             addr = cfg.listen,
         );
     }
-    http::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
+    ferry_shim::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
     sweeper.abort();
     pin_sweeper.abort();
     if let Some(tracing) = tracing {

@@ -19,7 +19,7 @@
 
 pub mod basic_auth;
 pub mod envelope;
-mod lexer;
+pub mod lexer;
 pub mod placeholder;
 pub mod replay;
 pub mod rpc;

@@ -193,12 +193,6 @@ impl Chunks {
             .await
             .map_err(|_| Gone)
     }
-
-    /// A sender that tells when the client went away, for waiting on while
-    /// MySQL has not produced a row yet.
-    pub fn watch(&self) -> mpsc::Sender<Bytes> {
-        self.tx.clone()
-    }
 }
 
 #[cfg(test)]

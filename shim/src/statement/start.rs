@@ -15,8 +15,8 @@ use crate::credentials::Credentials;
 use crate::errors::answers::{bad_workload, bind_error, misrouted, pin_error, seal_error};
 use crate::errors::mysql::lost_connection;
 use crate::mysql::role::{self, Role as ShimRole};
-use crate::olap;
 use crate::sessions::gtid::{self, WaitError};
+use crate::sessions::olap;
 use crate::sessions::pins::Ended;
 use crate::sessions::seal::{random, SessionId, Token};
 use crate::telemetry::log::Level;
@@ -366,7 +366,7 @@ async fn pooled(
 }
 
 /// `SET workload = ...`: vitess's setting, kept in the session's options;
-/// nothing runs in MySQL and nothing is pinned (olap.rs).
+/// nothing runs in MySQL and nothing is pinned (sessions/olap.rs).
 fn switch_workload(
     out: &mut SessionOut<'_>,
     token: Option<&Token>,

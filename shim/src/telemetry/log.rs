@@ -70,8 +70,8 @@ fn quote(s: &str) -> String {
 #[macro_export]
 macro_rules! log {
     ($level:expr, $msg:expr $(, $k:ident = $v:expr)* $(,)?) => {
-        if $crate::telemetry::log::enabled($level) {
-            $crate::telemetry::log::write($level, &$msg, &[$((stringify!($k), &$v as &dyn std::fmt::Display)),*]);
+        if $crate::log::enabled($level) {
+            $crate::log::write($level, &$msg, &[$((stringify!($k), &$v as &dyn std::fmt::Display)),*]);
         }
     };
 }
