@@ -36,7 +36,7 @@ down:
 status:
 	scripts/stack.sh status
 
-test: build lint unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
+test: build lint check-house unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
 
 # The filter and the wire crate it shares with the shim must never panic: clippy denies
 # unwrap/expect/panic/indexing in them (see filter/core/src/lib.rs, wire/src/lib.rs),
