@@ -7,7 +7,7 @@ Run by `make check-deploy` (mk/deploy.mk), in two steps:
       reads the CustomResourceDefinitions of the pinned Go modules (MODULES.json is the
       output of `go mod download -json`), keeps each served version's openAPIV3Schema made strict, and
       writes them to one JSON file (the cache that makes later runs take about a second);
-  check.py check --schemas SCHEMAS.json --readme filter/README.md --work DIR deploy
+  check.py check --schemas SCHEMAS.json --readme docs/reference/settings.md --work DIR deploy
       validates every document, checks the filter's configuration in each manifest,
       then makes broken copies of real documents and requires each to be refused.
 
@@ -291,16 +291,17 @@ def check_document(doc, kinds, validators):
 
 
 def readme_keys(readme):
-    """The keys of filter/README.md's "Configuration" table (dotted for nested ones)."""
+    """The keys of docs/reference/settings.md's filter table (dotted for nested ones),
+    which filter/core's tests hold to the filter's parser."""
     with open(readme) as f:
         text = f.read()
-    m = re.search(r"^## Configuration\b.*?$(.*?)(?=^## )", text, re.M | re.S)
+    m = re.search(r"<!-- filter keys: begin -->(.*?)<!-- filter keys: end -->", text, re.S)
     if not m:
-        sys.exit(f"check-deploy: no '## Configuration' section in {readme}")
+        sys.exit(f"check-deploy: no filter keys table in {readme}")
     keys = set(re.findall(r"^\|\s*`([a-z0-9_.]+)`\s*\|", m.group(1), re.M))
     if not keys:
-        sys.exit(f"check-deploy: no keys in the Configuration table of {readme}")
-    return keys | {"header_hold"}
+        sys.exit(f"check-deploy: no keys in the filter keys table of {readme}")
+    return keys
 
 
 def check_config(config, known, where):
@@ -316,7 +317,7 @@ def check_config(config, known, where):
     tops = {k.split(".")[0] for k in known}
     for key, value in config.items():
         if key not in tops:
-            errs.append(f"{where}: unknown key {key!r} (filter/README.md \"Configuration\": {', '.join(sorted(known))})")
+            errs.append(f"{where}: unknown key {key!r} (docs/reference/settings.md \"The filter's keys\": {', '.join(sorted(known))})")
         elif isinstance(value, dict):
             for sub in value:
                 if f"{key}.{sub}" not in known:

@@ -3,7 +3,7 @@
 #
 #   make check-deploy   every document of deploy/**/*.yaml against its CRD's
 #                       openAPIV3Schema, strictly (unknown fields fail), the filter's
-#                       configuration in each manifest against filter/README.md, then broken
+#                       configuration in each manifest against docs/reference/settings.md, then broken
 #                       copies that must be refused; one line per document and a summary.
 #                       Where Envoy (`make deps`) and the built filter ($(WASM)) are
 #                       present, every document that configures the filter is also loaded
@@ -35,7 +35,7 @@ endef
 .PHONY: check-deploy
 check-deploy: $(DEPLOY_SCHEMAS)
 	@py=$$($(deploy_python)) && source scripts/env.sh && \
-	$$py deploy/check.py check --schemas $(DEPLOY_SCHEMAS) --readme filter/README.md \
+	$$py deploy/check.py check --schemas $(DEPLOY_SCHEMAS) --readme docs/reference/settings.md \
 	  --work $(DEPLOY_WORK)/negative --envoy "$$ENVOY" --wasm $(WASM) deploy
 
 $(DEPLOY_SCHEMAS): mk/deploy.mk deploy/check.py

@@ -42,30 +42,22 @@ pub struct App {
 
 impl App {
     pub fn new(cfg: &Config, sealer: Sealer) -> Self {
-        let pools = Pools::new(cfg);
+        let pools = Pools::new(&cfg.pool);
         App {
             metrics: Metrics::new(cfg.role, &pools.metrics),
             role: cfg.role,
-            track_gtid: cfg.track_gtid,
-            read_after_write_wait: cfg.read_after_write_wait,
+            track_gtid: cfg.gtid.track,
+            read_after_write_wait: cfg.gtid.wait,
             pools,
-            pins: Pins::new(
-                cfg.sessions.txn_idle,
-                cfg.sessions.state_idle,
-                cfg.sessions.queue_max,
-                cfg.sessions.max_pinned,
-            ),
+            pins: Pins::new(&cfg.pins),
             sealer,
             instance: crate::sessions::seal::random(),
-            max_request_bytes: cfg.max_request_bytes,
+            max_request_bytes: cfg.listen.max_request_bytes,
             result_limits: cfg.result_limits,
             stream_chunks: cfg.stream_chunks,
-            unary_spill: SpillPolicy {
-                after: cfg.unary_stream_after,
-                piece: cfg.stream_chunks.bytes,
-            },
-            column_types: ColumnTypes::new(cfg.column_type_cache, cfg.column_type_ttl),
-            auth_failure_delay: cfg.auth_failure_delay,
+            unary_spill: cfg.unary_spill,
+            column_types: ColumnTypes::new(cfg.column_types),
+            auth_failure_delay: cfg.listen.auth_failure_delay,
             tracing: None,
         }
     }

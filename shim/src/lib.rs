@@ -14,6 +14,7 @@ mod mysql;
 mod rows;
 mod rpc;
 mod sessions;
+mod settings;
 mod statement;
 mod telemetry;
 mod tls;

@@ -25,18 +25,18 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     // FERRY_SHIM_THREADS workers (1 by default): one thread serves a request with no
     // cross-thread wake-ups, which costs the shim (and MySQL) less CPU per request
-    // until that thread fills a core (loadtest/README.md "Cost per query"). One is
+    // until that thread fills a core (docs/benchmarks/cost.md "What was cut"). One is
     // tokio's current-thread runtime: everything, the accept loop included, on the
     // thread that runs main, not a worker beside it. 18-26 % less shim CPU per warm
     // SELECT 1 at 16 connections than the work-stealing runtime with one worker
     // ("What was cut").
-    let runtime = if cfg.threads == 1 {
+    let runtime = if cfg.listen.threads == 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(cfg.threads)
+            .worker_threads(cfg.listen.threads)
             .enable_all()
             .build()
     };
@@ -57,10 +57,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cfg: Config) -> Result<(), String> {
-    let tcp = tokio::net::TcpListener::bind(cfg.listen)
+    let tcp = tokio::net::TcpListener::bind(cfg.listen.addr)
         .await
-        .map_err(|e| format!("bind {}: {e}", cfg.listen))?;
-    let unix = match &cfg.unix_listen {
+        .map_err(|e| format!("bind {}: {e}", cfg.listen.addr))?;
+    let unix = match &cfg.listen.unix {
         Some(path) => {
             remove_stale_socket(path)?;
             Some(
@@ -70,11 +70,11 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
         None => None,
     };
-    let sealer = match &cfg.sessions.keys_file {
+    let sealer = match &cfg.seal.keys_file {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("session keys {}: {e}", path.display()))?;
-            Sealer::from_key_file(&text, cfg.sessions.ttl)
+            Sealer::from_key_file(&text, cfg.seal.ttl)
                 .map_err(|e| format!("session keys {}: {e}", path.display()))?
         }
         None => {
@@ -82,16 +82,16 @@ async fn run(cfg: Config) -> Result<(), String> {
                 Level::Warn,
                 "no FERRY_SESSION_KEYS_FILE: sessions are sealed with a key of this process only (lost on restart, not shared with other shims)"
             );
-            Sealer::ephemeral(cfg.sessions.ttl)
+            Sealer::ephemeral(cfg.seal.ttl)
         }
     };
-    let mut app = App::new(&cfg, sealer.with_holder(&cfg.advertise));
+    let mut app = App::new(&cfg, sealer.with_holder(&cfg.listen.advertise));
     // Tracing (telemetry/trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
-    if let Some(endpoint) = &cfg.otlp_endpoint {
+    if let Some(endpoint) = &cfg.trace.otlp_endpoint {
         let instance = app.instance_hex();
         app.tracing = Some(Tracing::start(
             endpoint,
-            cfg.trace_sql,
+            cfg.trace.sql,
             cfg.role,
             &instance,
         )?);
@@ -99,7 +99,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             Level::Info,
             "tracing",
             otlp_endpoint = endpoint,
-            sql_text = cfg.trace_sql
+            sql_text = cfg.trace.sql
         );
     }
     let tracing = app.tracing.clone();
@@ -115,7 +115,7 @@ async fn run(cfg: Config) -> Result<(), String> {
     });
     let sweeper = tokio::spawn({
         let app = app.clone();
-        let every = (cfg.pool_idle / 2).max(std::time::Duration::from_secs(1));
+        let every = (cfg.pool.idle / 2).max(std::time::Duration::from_secs(1));
         async move {
             loop {
                 tokio::time::sleep(every).await;
@@ -126,27 +126,28 @@ async fn run(cfg: Config) -> Result<(), String> {
     ferry_shim::log!(
         Level::Info,
         "listening",
-        addr = cfg.listen,
+        addr = cfg.listen.addr,
         unix = cfg
-            .unix_listen
+            .listen
+            .unix
             .as_ref()
             .map_or(String::new(), |p| p.display().to_string()),
-        mysql = cfg.mysql,
+        mysql = cfg.pool.target,
         tls = match &cfg.listen_tls {
             None => "off (h2c)",
             Some(tls) if tls.mutual => "on, client certificates required",
             Some(_) => "on",
         },
-        mysql_tls = cfg.mysql_tls.describe(),
-        database = cfg.database,
+        mysql_tls = cfg.pool.tls.describe(),
+        database = cfg.pool.database,
         role = cfg.role.as_str(),
-        track_gtid = cfg.track_gtid,
+        track_gtid = cfg.gtid.track,
     );
-    if cfg.listen_tls.is_none() && !cfg.listen.ip().is_loopback() {
+    if cfg.listen_tls.is_none() && !cfg.listen.addr.ip().is_loopback() {
         ferry_shim::log!(
             Level::Warn,
             "plain h2c on a non-loopback address: the clients' credentials and rows cross the network in clear unless FERRY_SHIM_TLS_CERT/_KEY are set (or the network is private to Envoy)",
-            addr = cfg.listen,
+            addr = cfg.listen.addr,
         );
     }
     ferry_shim::serve(app, tcp, cfg.listen_tls.clone(), unix, shutdown_signal()).await;
@@ -156,7 +157,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         // The spans still batched; the exporter needs the runtime, so not on it.
         let _ = tokio::task::spawn_blocking(move || tracing.shutdown()).await;
     }
-    if let Some(path) = &cfg.unix_listen {
+    if let Some(path) = &cfg.listen.unix {
         let _ = std::fs::remove_file(path);
     }
     Ok(())

@@ -1,24 +1,8 @@
 //! The plugin configuration (Envoy's `configuration` of the wasm filter): a YAML map
 //! (`"@type": type.googleapis.com/google.protobuf.Struct` with the keys under `value:`,
 //! see [`struct_to_json`] for what Envoy 1.40 makes of it) or, as before, a JSON object
-//! in a `google.protobuf.StringValue`. Every key is optional:
-//!
-//! | key | default | meaning |
-//! |---|---|---|
-//! | `max_request_bytes` | 8388608 (8 MiB) | largest request body (framing included) |
-//! | `max_response_bytes` | 67108864 (64 MiB) | largest response body from the shim |
-//! | `session_affinity` | false | route a pinned session to the shim holding it (`affinity.rs`) |
-//! | `header_hold` | `"auto"` | `"auto"`: hold headers where Envoy allows it (detected, `header_hold.rs`); `"off"`: never (then `session_affinity` must be off) |
-//! | `compression.preference` | `["s2", "snappy", "gzip", "zstd"]` | codecs for answers, most preferred first; the first one the client accepts is used (`[]`: never compress) |
-//! | `compression.min_bytes` | 1024 | messages smaller than this go uncompressed |
-//! | `compression.sample_bytes` | 65536 | how much of a message's start is compressed to judge it |
-//! | `compression.max_ratio` | 0.9 | compress only when the sample (then the message) shrinks to at most this |
-//! | `compression.level` | `"fastest"` | `"fastest"` or `"default"` (gzip -1 or -6; zstd has only its fastest level here) |
-//! | `compression.envoy` | `[]` | codecs Envoy's own compressor filters (placed before this filter) apply to Connect unary answers; see below |
-//! | `compression.min_rtt_ms` | 5 | compress answers only for clients at least this many ms away (round trip, as Envoy measured the connection; see below); 0: at any distance |
-//! | `compression.near_networks` | `["127.0.0.0/8", "::1/128"]` | a client Envoy measured no round trip for (HTTP/3) is near when its address is in one of these (CIDR, or one address) |
-//!
-//! The same keys as Envoy YAML, with their defaults: README.md, "The filter's settings".
+//! in a `google.protobuf.StringValue`. Every key is optional, listed in
+//! [`KEYS`] (docs/reference/settings.md "The filter's keys", checked by a test).
 //!
 //! `compression.envoy`: a Connect unary answer is a plain HTTP body, which Envoy's
 //! `envoy.filters.http.compressor` compresses natively (C zstd and zlib: about 3× the
@@ -322,6 +306,79 @@ fn limit(key: &str, value: u64) -> Result<usize, ConfigError> {
     usize::try_from(value).map_err(|_| ConfigError(format!("{key} is too large: {value}")))
 }
 
+/// One key of the plugin configuration (dotted for a nested one).
+pub struct Key {
+    pub name: &'static str,
+    /// The default, as JSON.
+    pub default: &'static str,
+    /// One line for the reference (Markdown).
+    pub about: &'static str,
+}
+
+/// Every key, with its default: what the reference shows and a test holds the parser to.
+pub const KEYS: &[Key] = &[
+    Key {
+        name: "max_request_bytes",
+        default: "8388608",
+        about: "largest request body as received, framing included, and after decompression (8 MiB; 1 to 1 GiB)",
+    },
+    Key {
+        name: "max_response_bytes",
+        default: "67108864",
+        about: "largest answer from the shim, before conversion (64 MiB; 1 to 1 GiB). Keep the route's `request_body_buffer_limit` above both limits ([Envoy's buffer limit](../design/filter.md#envoys-buffer-limit))",
+    },
+    Key {
+        name: "session_affinity",
+        default: "false",
+        about: "route pinned sessions to their shim ([session affinity](../design/filter.md#session-affinity-several-shims)); needs `allow_on_headers_stop_iteration: true` on the wasm filter and Envoy's `stateful_session` filter. The shipped configs turn both on",
+    },
+    Key {
+        name: "header_hold",
+        default: "\"auto\"",
+        about: "`\"auto\"`: hold headers where Envoy allows it, found out from the first held request ([without the header hold](../design/filter.md#without-the-header-hold-meshes)); `\"off\"`: never hold (then `session_affinity` must be `false`)",
+    },
+    Key {
+        name: "compression.preference",
+        default: "[\"s2\", \"snappy\", \"gzip\", \"zstd\"]",
+        about: "codecs for answers, most preferred first; the first the client accepts is used; `[]` never compresses",
+    },
+    Key {
+        name: "compression.min_bytes",
+        default: "1024",
+        about: "messages smaller than this go uncompressed",
+    },
+    Key {
+        name: "compression.sample_bytes",
+        default: "65536",
+        about: "how much of a message's start is compressed to judge whether it pays",
+    },
+    Key {
+        name: "compression.max_ratio",
+        default: "0.9",
+        about: "compress only when the sample, then the message, shrinks to this or less (0 < r <= 1)",
+    },
+    Key {
+        name: "compression.level",
+        default: "\"fastest\"",
+        about: "or `\"default\"` (gzip -2 / -6, zlib-rs; ruzstd has only its fastest level)",
+    },
+    Key {
+        name: "compression.envoy",
+        default: "[]",
+        about: "codecs Envoy's own compressor filters apply to Connect unary answers ([Envoy's compressor](../design/filter.md#envoys-compressor-for-connect-unary); `[zstd]` in the shipped configs)",
+    },
+    Key {
+        name: "compression.min_rtt_ms",
+        default: "5",
+        about: "compress answers only for clients at least this many ms away ([by distance](../design/filter.md#only-for-clients-far-enough)); `0`: at any distance",
+    },
+    Key {
+        name: "compression.near_networks",
+        default: "[\"127.0.0.0/8\", \"::1/128\"]",
+        about: "without a measured round trip (HTTP/3), clients from these networks (CIDR or one address) are near",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,5 +658,75 @@ mod tests {
         }
         let err = Config::parse(Some(br#"{"typo": 1}"#)).unwrap_err();
         assert!(err.to_string().contains("unknown field `typo`"), "{err}");
+    }
+
+    /// Each key set to its documented default gives the defaults; a key the parser
+    /// knows and the table does not (or the other way round) fails.
+    #[test]
+    fn the_keys_are_what_the_parser_takes() {
+        for key in KEYS {
+            let text = match key.name.split_once('.') {
+                Some((outer, inner)) => {
+                    format!("{{\"{outer}\": {{\"{inner}\": {}}}}}", key.default)
+                }
+                None => format!("{{\"{}\": {}}}", key.name, key.default),
+            };
+            assert_eq!(
+                Config::parse(Some(text.as_bytes())),
+                Ok(Config::default()),
+                "{}",
+                key.name
+            );
+        }
+        // serde names every field it takes when it refuses an unknown one.
+        let expected = |text: &str| -> Vec<String> {
+            let e = Config::parse(Some(text.as_bytes())).unwrap_err().0;
+            let list = e.split("expected one of ").nth(1).unwrap_or_default();
+            let mut names: Vec<String> = list
+                .split(", ")
+                .map(|n| n.trim_matches(|c: char| c == '`' || !c.is_ascii_graphic()))
+                .map(|n| n.split('`').next().unwrap_or_default().to_owned())
+                .collect();
+            names.sort();
+            names
+        };
+        let mut top: Vec<String> = KEYS
+            .iter()
+            .map(|k| k.name.split('.').next().unwrap_or_default().to_owned())
+            .collect();
+        top.sort();
+        top.dedup();
+        assert_eq!(expected(r#"{"zz": 1}"#), top);
+        let mut nested: Vec<String> = KEYS
+            .iter()
+            .filter_map(|k| k.name.strip_prefix("compression."))
+            .map(str::to_owned)
+            .collect();
+        nested.sort();
+        assert_eq!(expected(r#"{"compression": {"zz": 1}}"#), nested);
+    }
+
+    /// docs/reference/settings.md shows [`KEYS`] as they are.
+    #[test]
+    fn the_reference_is_the_code() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/reference/settings.md"
+        );
+        let doc = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- filter keys: begin -->", "<!-- filter keys: end -->");
+        let start = doc.find(begin).unwrap() + begin.len();
+        let stop = doc.find(end).unwrap();
+        let mut expected = String::from("\n| key | default | meaning |\n|---|---|---|\n");
+        for k in KEYS {
+            expected.push_str(&format!(
+                "| `{}` | `{}` | {} |\n",
+                k.name, k.default, k.about
+            ));
+        }
+        assert!(
+            doc[start..stop] == expected,
+            "docs/reference/settings.md between the markers should read:\n{expected}"
+        );
     }
 }

@@ -4,4 +4,4 @@ mod admin;
 mod listener;
 mod routes;
 
-pub use listener::serve;
+pub use listener::{serve, ListenSettings, SETTINGS};

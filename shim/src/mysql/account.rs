@@ -26,6 +26,7 @@
 //! oracle for which accounts exist; the real reason goes to the shim's log.
 use crate::credentials::Credentials;
 use crate::mysql::auth_clause::auth_plugins;
+use crate::settings::{Setting, Vars};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
@@ -33,27 +34,6 @@ use mysql_async::Conn;
 /// gateway does not serve.
 pub const AUTH_FAILED: &str =
     "authentication failed: the user name and password were not accepted, or the account is not served by this gateway";
-
-pub const DEFAULT_DENY_USERS: &[&str] = &[
-    "root",
-    "mariadb.sys",
-    "mysql",
-    "mysql.sys",
-    "mysql.session",
-    "mysql.infoschema",
-    // The replication account of Ferry's own stacks (scripts/stack.sh, compose): it
-    // can read every change from the binary log.
-    "ferry_repl",
-];
-
-/// Plugins that authenticate by proving the client knows the account's password.
-pub const DEFAULT_PASSWORD_PLUGINS: &[&str] = &[
-    "mysql_native_password",
-    "caching_sha2_password",
-    "sha256_password",
-    "ed25519",
-    "parsec",
-];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccountPolicy {
@@ -69,15 +49,48 @@ pub struct AccountPolicy {
 
 impl Default for AccountPolicy {
     fn default() -> Self {
-        AccountPolicy {
-            deny_users: DEFAULT_DENY_USERS.iter().map(|s| s.to_string()).collect(),
-            password_plugins: DEFAULT_PASSWORD_PLUGINS
-                .iter()
-                .map(|s| s.to_string())
+        let none = |_: &str| None;
+        AccountPolicy::from_vars(&Vars::new(&none, &[SETTINGS]))
+            .unwrap_or_else(|_| unreachable!("the defaults parse"))
+    }
+}
+
+/// Who is served.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_DENY_USERS",
+        default: "root,mariadb.sys,mysql,mysql.sys,mysql.session,mysql.infoschema,ferry_repl",
+        about: "users never served, whatever the password, comma-separated (`none`: an empty list); `ferry_repl` is the replication account of Ferry's own stacks, which can read every change from the binary log",
+    },
+    Setting {
+        name: "FERRY_PASSWORD_PLUGINS",
+        default: "mysql_native_password,caching_sha2_password,sha256_password,ed25519,parsec",
+        about: "the only authentication plugins a served account may have: those that prove the client knows the account's password",
+    },
+    Setting {
+        name: "FERRY_VERIFY_ACCOUNT",
+        default: "true",
+        about: "check each new credential's account: its plugin, its grants ([who is served](../design/shim.md#who-is-served-only-the-clients-own-password-authenticates)); `false` skips both checks",
+    },
+    Setting {
+        name: "FERRY_SERVE_GLOBAL_PRIVILEGES",
+        default: "false",
+        about: "also serve accounts with privileges `ON *.*` (administrators)",
+    },
+];
+
+impl AccountPolicy {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(AccountPolicy {
+            deny_users: vars.list("FERRY_DENY_USERS"),
+            password_plugins: vars
+                .list("FERRY_PASSWORD_PLUGINS")
+                .into_iter()
+                .map(|p| p.to_ascii_lowercase())
                 .collect(),
-            verify_account: true,
-            serve_global_privileges: false,
-        }
+            verify_account: vars.flag("FERRY_VERIFY_ACCOUNT")?,
+            serve_global_privileges: vars.flag("FERRY_SERVE_GLOBAL_PRIVILEGES")?,
+        })
     }
 }
 
@@ -290,7 +303,7 @@ mod tests {
         let p = AccountPolicy::default();
         assert_eq!(p.precheck(&creds("ferry", "pw")), Ok(()));
         assert_eq!(p.precheck(&creds("ferry", "")), Err(Refusal::EmptyPassword));
-        for user in DEFAULT_DENY_USERS {
+        for user in &AccountPolicy::default().deny_users {
             assert_eq!(
                 p.precheck(&creds(user, "right-or-wrong")),
                 Err(Refusal::DeniedUser(user.to_string()))

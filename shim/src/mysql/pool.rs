@@ -20,14 +20,14 @@
 //! when it goes back to the pool; the executor disarms it only after proving
 //! the statement left nothing behind. So a request that is cancelled halfway,
 //! or a path that forgets, costs a reset, never a leaked transaction.
-use crate::config::Config;
 use crate::connect::error::ConnectError;
 use crate::credentials::{constant_time_eq, Credentials};
 use crate::errors::mysql::connect_code;
 use crate::mysql::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
 use crate::mysql::pool_metrics::{PoolMetrics, NEW_CREDENTIAL};
 use crate::mysql::target::MysqlTarget;
-use crate::mysql::tls::TlsMode;
+use crate::mysql::tls::{MysqlTls, TlsMode};
+use crate::settings::{Setting, Vars};
 use crate::telemetry::log::Level;
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
@@ -77,17 +77,17 @@ pub struct Pools {
 }
 
 impl Pools {
-    pub fn new(cfg: &Config) -> Self {
+    pub fn new(cfg: &PoolSettings) -> Self {
         Pools {
-            target: cfg.mysql.clone(),
-            tls: cfg.mysql_tls.ssl_opts(),
-            tls_mode: cfg.mysql_tls.mode,
+            target: cfg.target.clone(),
+            tls: cfg.tls.ssl_opts(),
+            tls_mode: cfg.tls.mode,
             database: cfg.database.clone(),
             pool_max: cfg.pool_max,
             max_pools: cfg.max_pools,
-            idle: cfg.pool_idle,
-            lifetime: cfg.conn_lifetime,
-            wait: cfg.pool_wait,
+            idle: cfg.idle,
+            lifetime: cfg.lifetime,
+            wait: cfg.wait,
             policy: cfg.account.clone(),
             hasher: RandomState::new(),
             state: Mutex::new(State::default()),
@@ -396,14 +396,83 @@ fn refused(user: &str, reason: &Refusal) -> ConnectError {
     ConnectError::new(Code::Unauthenticated, message)
 }
 
+/// The pools' settings: where MySQL is and how to reach it, who is served,
+/// and how many connections each credential gets.
+#[derive(Clone, Debug)]
+pub struct PoolSettings {
+    pub target: MysqlTarget,
+    pub tls: MysqlTls,
+    pub account: AccountPolicy,
+    pub database: String,
+    pub pool_max: usize,
+    pub max_pools: usize,
+    pub idle: Duration,
+    pub lifetime: Duration,
+    pub wait: Duration,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_MYSQL_DATABASE",
+        default: "ferry",
+        about: "the database of every connection (the session's branch)",
+    },
+    Setting {
+        name: "FERRY_POOL_MAX",
+        default: "16",
+        about: "MySQL connections per credential (at least 1)",
+    },
+    Setting {
+        name: "FERRY_MAX_POOLS",
+        default: "64",
+        about: "credentials with a pool; the least recently used goes first",
+    },
+    Setting {
+        name: "FERRY_POOL_IDLE_SECS",
+        default: "60",
+        about: "idle connections and unused pools are closed after this",
+    },
+    Setting {
+        name: "FERRY_POOL_CONN_LIFETIME_SECS",
+        default: "600",
+        about: "a connection is replaced after this, so a changed password or a dropped user stops working within a bounded time",
+    },
+    Setting {
+        name: "FERRY_POOL_WAIT_SECS",
+        default: "10",
+        about: "the longest wait for a connection (pool full, MySQL slow to accept), then `resource_exhausted` (429)",
+    },
+];
+
+impl PoolSettings {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        let target = MysqlTarget::from_vars(vars)?;
+        let pool_max = vars.size("FERRY_POOL_MAX")?;
+        if pool_max == 0 {
+            return Err("FERRY_POOL_MAX must be at least 1".into());
+        }
+        Ok(PoolSettings {
+            tls: MysqlTls::from_vars(vars, &target)?,
+            target,
+            account: AccountPolicy::from_vars(vars)?,
+            database: vars.text("FERRY_MYSQL_DATABASE").unwrap_or_default(),
+            pool_max,
+            max_pools: vars.size("FERRY_MAX_POOLS")?.max(1),
+            idle: vars.secs("FERRY_POOL_IDLE_SECS")?,
+            lifetime: vars.secs("FERRY_POOL_CONN_LIFETIME_SECS")?,
+            wait: vars.secs("FERRY_POOL_WAIT_SECS")?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pools(max_pools: usize) -> Pools {
-        let mut cfg = Config::from_lookup(|_| None).expect("default config");
-        cfg.max_pools = max_pools;
-        Pools::new(&cfg)
+        let mut cfg = crate::config::Config::from_lookup(|_| None).expect("default config");
+        cfg.pool.max_pools = max_pools;
+        Pools::new(&cfg.pool)
     }
 
     fn creds(user: &str, password: &str) -> Credentials {

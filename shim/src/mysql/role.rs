@@ -1,5 +1,5 @@
 //! Which database target this shim serves (`FERRY_SHIM_ROLE`): one shim per
-//! target, Envoy routes between them (README, "Read replicas").
+//! target, Envoy routes between them (docs/design/shim.md "Read replicas").
 //!
 //! A `primary` shim runs everything. A `replica` shim serves reads only: a
 //! statement that is not `ferry_wire::replay::replay_safe` (one read, no locks,
@@ -13,6 +13,7 @@
 //! `x-ferry-replica-behind: 1`, which Envoy's retry policy for reads takes to
 //! the primary.
 use crate::connect::error::ConnectError;
+use crate::settings::{Setting, Vars};
 use ferry_proto::vitess::vtrpc::Code;
 use std::time::Duration;
 
@@ -69,6 +70,23 @@ pub fn behind(wait: Duration) -> ConnectError {
         ),
     )
     .with_header(BEHIND_HEADER, "1")
+}
+
+pub const SETTINGS: &[Setting] = &[Setting {
+    name: "FERRY_SHIM_ROLE",
+    default: "primary",
+    about: "the database target this shim serves: `primary`, or `replica` (reads only, each after the session's GTID: [read replicas](../guides/read-replicas.md)); anything else refuses to start",
+}];
+
+impl Role {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        vars.parsed(
+            "FERRY_SHIM_ROLE",
+            "primary or replica (the database target this shim serves)",
+            Role::parse,
+        )
+        .map(|r| r.unwrap_or(Role::Primary))
+    }
 }
 
 #[cfg(test)]

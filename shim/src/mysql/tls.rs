@@ -8,6 +8,7 @@
 //! falls back to plain text) and VERIFY_CA (the client library's name-check skip does
 //! not work with the rustls it is built on) are not offered.
 use crate::mysql::target::MysqlTarget;
+use crate::settings::{Setting, Vars};
 use crate::tls::pem_files;
 use mysql_async::{ClientIdentity, SslOpts};
 use std::net::IpAddr;
@@ -79,10 +80,8 @@ impl std::fmt::Debug for ClientPem {
 
 impl MysqlTls {
     /// The settings for `target`; `var` returns a variable, unset or empty as `None`.
-    pub fn from_vars(
-        var: impl Fn(&str) -> Option<String>,
-        target: &MysqlTarget,
-    ) -> Result<MysqlTls, String> {
+    pub fn from_vars(vars: &Vars<'_>, target: &MysqlTarget) -> Result<MysqlTls, String> {
+        let var = |name: &str| vars.set(name);
         let explicit = match var("FERRY_MYSQL_TLS") {
             None => None,
             Some(v) => Some(TlsMode::parse(&v).ok_or_else(|| {
@@ -250,6 +249,35 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// TLS from the shim to MySQL ([TLS to MySQL](../guides/tls.md#tls-to-mysql)).
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_MYSQL_TLS",
+        default: "",
+        about: "`disabled`, `required` or `verify_identity`; unset: `disabled` for a socket or a loopback host, else `verify_identity`",
+    },
+    Setting {
+        name: "FERRY_MYSQL_TLS_CA",
+        default: "",
+        about: "PEM file of the CA(s) MySQL's certificate must chain to (unset: the Mozilla roots); read at start",
+    },
+    Setting {
+        name: "FERRY_MYSQL_TLS_SERVER_NAME",
+        default: "",
+        about: "the name MySQL's certificate must carry (unset: the host), when it is dialled by another name or address",
+    },
+    Setting {
+        name: "FERRY_MYSQL_TLS_CERT",
+        default: "",
+        about: "the shim's client certificate chain (PEM), for a server that asks for one ...",
+    },
+    Setting {
+        name: "FERRY_MYSQL_TLS_KEY",
+        default: "",
+        about: "... and its key",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,7 +295,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        MysqlTls::from_vars(|name| vars.get(name).cloned(), target)
+        let lookup = |name: &str| vars.get(name).cloned();
+        MysqlTls::from_vars(&Vars::new(&lookup, &[SETTINGS]), target)
     }
 
     #[test]

@@ -4,8 +4,31 @@
 //! concatenated; the text protocol already gives every value as its MySQL text
 //! bytes, so each row is written straight into the answer's wire bytes as it is
 //! read, with one copy of its values and no `Row` struct ([`EncodedRows`]).
+use crate::settings::{Setting, Vars};
 use crate::types::type_map::{field_flags, vitess_type};
 use ferry_proto::vitess::query::Field;
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_SHIM_MAX_RESULT_BYTES",
+        default: "67108864",
+        about: "row data one Execute may hold (64 MiB; else `resource_exhausted`)",
+    },
+    Setting {
+        name: "FERRY_SHIM_MAX_RESULT_ROWS",
+        default: "100000",
+        about: "rows one Execute may return (else `resource_exhausted`, \"row count exceeded\", as PlanetScale)",
+    },
+];
+
+impl ResultLimits {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(ResultLimits {
+            bytes: vars.size("FERRY_SHIM_MAX_RESULT_BYTES")?,
+            rows: vars.size("FERRY_SHIM_MAX_RESULT_ROWS")?.max(1),
+        })
+    }
+}
+
 #[cfg(test)]
 use ferry_proto::vitess::query::Row;
 use mysql_async::{Column, Row as MysqlRow, Value};

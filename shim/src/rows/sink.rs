@@ -12,6 +12,7 @@ use crate::rows::answer::result_header;
 use crate::rows::gone::Gone;
 use crate::rows::result::{entry_len, texts, EncodedRows, Overflow, ResultLimits, Rows};
 use crate::rows::spill::Spill;
+use crate::settings::{Setting, Vars};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::{Field, QueryResult};
@@ -192,6 +193,28 @@ impl Chunks {
             .send(envelope::data_parts(&[&key, &rows]))
             .await
             .map_err(|_| Gone)
+    }
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_STREAM_CHUNK_ROWS",
+        default: "1000",
+        about: "rows per StreamExecute message at most (streams have no row cap; each holds a few chunks in memory at most)",
+    },
+    Setting {
+        name: "FERRY_STREAM_CHUNK_BYTES",
+        default: "262144",
+        about: "bytes of rows per StreamExecute message at most, whichever comes first (a single larger row goes alone)",
+    },
+];
+
+impl ChunkPolicy {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(ChunkPolicy {
+            rows: vars.size("FERRY_STREAM_CHUNK_ROWS")?.max(1),
+            bytes: vars.size("FERRY_STREAM_CHUNK_BYTES")?.max(1),
+        })
     }
 }
 

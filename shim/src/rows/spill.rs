@@ -19,6 +19,8 @@ use crate::connect::error::ConnectError;
 use crate::rows::answer::result_header;
 use crate::rows::gone::Gone;
 use crate::rows::result::{EncodedRows, ResultLimits, Rows};
+use crate::rows::sink::ChunkPolicy;
+use crate::settings::{Setting, Vars};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
 use ferry_proto::vitess::query::{Field, QueryResult};
@@ -200,6 +202,22 @@ fn closing_pieces(message: ExecuteResponse) -> Vec<Vec<u8>> {
         .encode_to_vec(),
     );
     pieces
+}
+
+pub const SETTINGS: &[Setting] = &[Setting {
+    name: "FERRY_SHIM_UNARY_STREAM_AFTER_BYTES",
+    default: "1048576",
+    about: "an Execute answer whose rows pass this many bytes goes out in pieces while MySQL still sends them ([large answers](../design/shim.md#large-execute-answers-go-out-in-pieces)); `0`: every answer whole",
+}];
+
+impl SpillPolicy {
+    /// Pieces as large as a stream's chunks.
+    pub fn from_vars(vars: &Vars<'_>, chunks: ChunkPolicy) -> Result<Self, String> {
+        Ok(SpillPolicy {
+            after: vars.size("FERRY_SHIM_UNARY_STREAM_AFTER_BYTES")?,
+            piece: chunks.bytes,
+        })
+    }
 }
 
 #[cfg(test)]

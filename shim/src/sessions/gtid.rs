@@ -1,4 +1,4 @@
-//! GTID positions for read-your-writes (README, "Read replicas").
+//! GTID positions for read-your-writes (docs/design/shim.md "Read replicas").
 //!
 //! A primary shim with `FERRY_TRACK_GTID` on reads, after a statement that is
 //! not replay-safe commits outside a transaction (an autocommit write, or the
@@ -21,6 +21,7 @@
 //! A position is spliced into the SQL as a string literal only after
 //! `valid()` allowed its characters (digits, hex, `-`, `:`, `,`, whitespace):
 //! no quote or backslash can get in. It comes from a sealed session anyway.
+use crate::settings::{Setting, Vars};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use std::time::Duration;
@@ -149,6 +150,35 @@ pub async fn wait_for(conn: &mut Conn, gtid: &str, wait: Duration) -> Result<(),
             se.message, se.code
         ))),
         Err(e) => Err(WaitError::Mysql(e)),
+    }
+}
+
+/// Read-your-writes on replicas ([read replicas](../guides/read-replicas.md)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GtidSettings {
+    pub track: bool,
+    pub wait: std::time::Duration,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_TRACK_GTID",
+        default: "false",
+        about: "a primary puts the GTID of a session's last write in its session (`read_after_write_gtid`; one extra round trip per write)",
+    },
+    Setting {
+        name: "FERRY_READ_AFTER_WRITE_WAIT_MS",
+        default: "500",
+        about: "a replica's longest wait for a session's GTID, then 503 `x-ferry-replica-behind: 1` (the read goes to the primary)",
+    },
+];
+
+impl GtidSettings {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(GtidSettings {
+            track: vars.flag("FERRY_TRACK_GTID")?,
+            wait: vars.millis("FERRY_READ_AFTER_WRITE_WAIT_MS")?,
+        })
     }
 }
 

@@ -12,6 +12,7 @@
 //! can be given; a pin that ended normally is remembered too, so a session sent
 //! back out of order (concurrent requests) is not mistaken for a lost one.
 use crate::sessions::seal::SessionId;
+use crate::settings::{Setting, Vars};
 use mysql_async::Conn;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,19 +68,14 @@ pub struct Pins {
 const REMEMBER: Duration = Duration::from_secs(3600);
 
 impl Pins {
-    pub fn new(
-        txn_idle: Duration,
-        state_idle: Duration,
-        queue_max: usize,
-        max_per_pool: usize,
-    ) -> Pins {
+    pub fn new(cfg: &PinSettings) -> Pins {
         Pins {
             live: Mutex::new(HashMap::new()),
             ended: Mutex::new(HashMap::new()),
-            txn_idle,
-            state_idle,
-            queue_max,
-            max_per_pool,
+            txn_idle: cfg.txn_idle,
+            state_idle: cfg.state_idle,
+            queue_max: cfg.queue_max,
+            max_per_pool: cfg.max_pinned,
         }
     }
 
@@ -223,6 +219,54 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// How long pins live, and how many there may be.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinSettings {
+    pub txn_idle: Duration,
+    pub state_idle: Duration,
+    pub queue_max: usize,
+    pub max_pinned: usize,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_TXN_IDLE_SECS",
+        default: "20",
+        about: "an open transaction idle this long is rolled back, as PlanetScale does (its session then gets `aborted`)",
+    },
+    Setting {
+        name: "FERRY_SESSION_STATE_IDLE_SECS",
+        default: "60",
+        about: "the same for a pin holding session state only",
+    },
+    Setting {
+        name: "FERRY_SESSION_QUEUE_MAX",
+        default: "64",
+        about: "requests of one session that may wait for it (they run one at a time)",
+    },
+    Setting {
+        name: "FERRY_POOL_MAX_PINNED",
+        default: "",
+        about: "sessions per user holding a connection (unset: 3/4 of `FERRY_POOL_MAX`, rounded down, so unpinned statements always have connections left; 0 refuses transactions)",
+    },
+];
+
+impl PinSettings {
+    /// `pool_max`: the pools' `FERRY_POOL_MAX`, which bounds the pins.
+    pub fn from_vars(vars: &Vars<'_>, pool_max: usize) -> Result<Self, String> {
+        let max_pinned = match vars.set("FERRY_POOL_MAX_PINNED") {
+            None => pool_max * 3 / 4,
+            Some(_) => vars.size("FERRY_POOL_MAX_PINNED")?,
+        };
+        Ok(PinSettings {
+            txn_idle: vars.secs("FERRY_TXN_IDLE_SECS")?,
+            state_idle: vars.secs("FERRY_SESSION_STATE_IDLE_SECS")?,
+            queue_max: vars.size("FERRY_SESSION_QUEUE_MAX")?.max(1),
+            max_pinned: max_pinned.min(pool_max),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,7 +282,12 @@ mod tests {
 
     #[tokio::test]
     async fn pins_are_capped_per_pool() {
-        let pins = Pins::new(Duration::from_secs(20), Duration::from_secs(300), 4, 2);
+        let pins = Pins::new(&PinSettings {
+            txn_idle: Duration::from_secs(20),
+            state_idle: Duration::from_secs(300),
+            queue_max: 4,
+            max_pinned: 2,
+        });
         pins.insert([1; 16], "a".into(), state());
         assert_eq!(pins.admit("a"), Ok(()));
         pins.insert([2; 16], "a".into(), state());
@@ -252,12 +301,12 @@ mod tests {
 
     #[tokio::test]
     async fn requests_queue_in_order_up_to_the_bound() {
-        let pins = Arc::new(Pins::new(
-            Duration::from_secs(20),
-            Duration::from_secs(300),
-            2,
-            8,
-        ));
+        let pins = Arc::new(Pins::new(&PinSettings {
+            txn_idle: Duration::from_secs(20),
+            state_idle: Duration::from_secs(300),
+            queue_max: 2,
+            max_pinned: 8,
+        }));
         let pin = pins.insert([1; 16], "a".into(), state());
         let held = pins.enter(&pin).await.unwrap();
         let order = Arc::new(Mutex::new(Vec::new()));
@@ -285,7 +334,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_abandoned_wait_leaves_the_queue() {
-        let pins = Pins::new(Duration::from_secs(20), Duration::from_secs(300), 1, 8);
+        let pins = Pins::new(&PinSettings {
+            txn_idle: Duration::from_secs(20),
+            state_idle: Duration::from_secs(300),
+            queue_max: 1,
+            max_pinned: 8,
+        });
         let pin = pins.insert([1; 16], "a".into(), state());
         let held = pins.enter(&pin).await.unwrap();
         // A deadline gives up on the wait.
@@ -297,7 +351,12 @@ mod tests {
 
     #[tokio::test]
     async fn idle_pins_are_lost_with_a_reason() {
-        let pins = Pins::new(Duration::from_millis(10), Duration::from_secs(300), 4, 8);
+        let pins = Pins::new(&PinSettings {
+            txn_idle: Duration::from_millis(10),
+            state_idle: Duration::from_secs(300),
+            queue_max: 4,
+            max_pinned: 8,
+        });
         pins.insert([1; 16], "a".into(), state());
         let mut sticky = state();
         sticky.in_transaction = false;

@@ -22,6 +22,7 @@
 //! the old one removed a session lifetime later, without dropping sessions.
 //! Every shim of one Envoy cluster reads the same file.
 use crate::credentials::{constant_time_eq, Credentials};
+use crate::settings::{Setting, Vars};
 use ferry_proto::vitess::vtgate;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -302,6 +303,36 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
         .collect()
+}
+
+/// How sessions are sealed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealSettings {
+    /// Unset: a random key per process, logged as a warning.
+    pub keys_file: Option<std::path::PathBuf>,
+    pub ttl: Duration,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_SESSION_KEYS_FILE",
+        default: "",
+        about: "session sealing keys, one hex key per line, the first signs (unset: a random key per process, logged as a warning; `scripts/env.sh` sets `.run/certs/session.keys`)",
+    },
+    Setting {
+        name: "FERRY_SESSION_TTL_SECS",
+        default: "86400",
+        about: "a session unused this long is refused",
+    },
+];
+
+impl SealSettings {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(SealSettings {
+            keys_file: vars.set("FERRY_SESSION_KEYS_FILE").map(Into::into),
+            ttl: vars.secs("FERRY_SESSION_TTL_SECS")?,
+        })
+    }
 }
 
 #[cfg(test)]

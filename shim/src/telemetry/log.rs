@@ -1,6 +1,7 @@
 //! One structured line per event on stderr (`level=... msg=... key=value`),
 //! filtered by `FERRY_LOG` (error, warn, info, debug; default info). Small on
 //! purpose: the shim logs errors, not traffic, and never passwords or queries.
+use crate::settings::{Setting, Vars};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,6 +75,19 @@ macro_rules! log {
             $crate::log::write($level, &$msg, &[$((stringify!($k), &$v as &dyn std::fmt::Display)),*]);
         }
     };
+}
+
+pub const SETTINGS: &[Setting] = &[Setting {
+    name: "FERRY_LOG",
+    default: "info",
+    about: "`error`, `warn`, `info` or `debug`: one `key=value` line per event on stderr",
+}];
+
+impl Level {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        vars.parsed("FERRY_LOG", "one of error, warn, info, debug", Level::parse)
+            .map(|l| l.unwrap_or(Level::Info))
+    }
 }
 
 #[cfg(test)]

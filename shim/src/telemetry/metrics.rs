@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn the_exposition_has_every_metric() {
         let cfg = Config::from_lookup(|_| None).expect("default config");
-        let pools = Pools::new(&cfg);
+        let pools = Pools::new(&cfg.pool);
         let m = Metrics::new(Role::Replica, &pools.metrics);
         m.request("Execute", "ok");
         m.request("Execute", "ok");

@@ -32,6 +32,7 @@
 //! is started and each hook below is a test of an `Option`.
 use crate::connect::error::ConnectError;
 use crate::mysql::role::Role;
+use crate::settings::{Setting, Vars};
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use http::HeaderMap;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
@@ -354,6 +355,45 @@ impl Extractor for Headers<'_> {
 
     fn keys(&self) -> Vec<&str> {
         self.0.keys().map(http::HeaderName::as_str).collect()
+    }
+}
+
+/// Where spans go, and what they carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceSettings {
+    /// `None`: no tracing.
+    pub otlp_endpoint: Option<String>,
+    pub sql: bool,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_OTLP_ENDPOINT",
+        default: "",
+        about: "`http://host:port`: export spans over OTLP/gRPC to this collector ([tracing](../guides/tracing.md)); unset: no tracing; anything else refuses to start",
+    },
+    Setting {
+        name: "FERRY_TRACE_SQL",
+        default: "false",
+        about: "spans carry the statement's text (`db.query.text`; bind variables' values never)",
+    },
+];
+
+impl TraceSettings {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        let otlp_endpoint = vars.set("FERRY_OTLP_ENDPOINT");
+        if let Some(e) = &otlp_endpoint {
+            // Plain gRPC only (a collector next to the shim): no TLS is built in.
+            if !e.starts_with("http://") {
+                return Err(format!(
+                    "FERRY_OTLP_ENDPOINT={e:?} is not an http://host:port OTLP/gRPC endpoint"
+                ));
+            }
+        }
+        Ok(TraceSettings {
+            otlp_endpoint,
+            sql: vars.flag("FERRY_TRACE_SQL")?,
+        })
     }
 }
 

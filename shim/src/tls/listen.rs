@@ -13,6 +13,7 @@
 //! 127.0.0.1). The unix socket listener is never TLS: file permissions guard it. Every
 //! file is read and checked at start; a missing half or an unreadable file stops the
 //! shim (exit 2) naming the variable, never quoting the key.
+use crate::settings::{Setting, Vars};
 use crate::tls::pem_files;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
@@ -43,7 +44,8 @@ impl std::fmt::Debug for ListenTls {
 
 impl ListenTls {
     /// From the `FERRY_SHIM_TLS_*` variables (`var` reads one): `None` when none is set.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<ListenTls>, String> {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Option<ListenTls>, String> {
+        let var = |name: &str| vars.set(name);
         let cert = var("FERRY_SHIM_TLS_CERT");
         let key = var("FERRY_SHIM_TLS_KEY");
         let client_ca = var("FERRY_SHIM_TLS_CLIENT_CA");
@@ -104,6 +106,26 @@ impl ListenTls {
     }
 }
 
+/// TLS on the shim's TCP listener, for a shim on another host than Envoy
+/// ([TLS from Envoy](../guides/tls.md#tls-from-envoy)); unset: plain h2c.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_SHIM_TLS_CERT",
+        default: "",
+        about: "the shim's certificate chain (PEM) ...",
+    },
+    Setting {
+        name: "FERRY_SHIM_TLS_KEY",
+        default: "",
+        about: "... and its key",
+    },
+    Setting {
+        name: "FERRY_SHIM_TLS_CLIENT_CA",
+        default: "",
+        about: "require a client certificate signed by this CA (PEM): only Envoy gets in",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,7 +140,8 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        ListenTls::from_vars(|k| vars.get(k).cloned())
+        let lookup = |k: &str| vars.get(k).cloned();
+        ListenTls::from_vars(&Vars::new(&lookup, &[SETTINGS]))
     }
 
     #[test]

@@ -38,6 +38,7 @@
 use crate::credentials::Credentials;
 use crate::mysql::pool::Pools;
 use crate::rows::result::field;
+use crate::settings::{Setting, Vars};
 use crate::types::type_map::{derived_column_type, ColumnDef};
 use ferry_proto::vitess::query::{Field, Type};
 use ferry_wire::statement::{classify, first_keyword, Verdict};
@@ -102,10 +103,10 @@ fn table_key(database: &str, table: &str) -> String {
 
 impl ColumnTypes {
     /// `capacity` tables (0: never look up), each kept for `ttl`.
-    pub fn new(capacity: usize, ttl: Duration) -> Self {
+    pub fn new(cfg: ColumnTypeSettings) -> Self {
         ColumnTypes {
-            capacity,
-            ttl,
+            capacity: cfg.cache,
+            ttl: cfg.ttl,
             tables: Mutex::new(Tables::default()),
             lookups: Semaphore::new(LOOKUPS_AT_ONCE),
         }
@@ -445,6 +446,35 @@ fn describe_rows(
         }
     }
     out
+}
+
+/// How many tables' column types are kept, and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnTypeSettings {
+    pub cache: usize,
+    pub ttl: Duration,
+}
+
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "FERRY_COLUMN_TYPE_CACHE",
+        default: "1024",
+        about: "tables whose column types (and MariaDB's JSON columns) are kept from information_schema; `0`: no lookups (`column_type` derived from the definition, MariaDB JSON stays TEXT/BLOB)",
+    },
+    Setting {
+        name: "FERRY_COLUMN_TYPE_TTL_SECS",
+        default: "30",
+        about: "how long a table's column types are kept",
+    },
+];
+
+impl ColumnTypeSettings {
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
+        Ok(ColumnTypeSettings {
+            cache: vars.size("FERRY_COLUMN_TYPE_CACHE")?,
+            ttl: vars.secs("FERRY_COLUMN_TYPE_TTL_SECS")?,
+        })
+    }
 }
 
 #[cfg(test)]

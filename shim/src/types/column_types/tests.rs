@@ -64,7 +64,10 @@ fn keys_name_one_table() {
 
 #[test]
 fn cache_expires_refreshes_and_stays_bounded() {
-    let c = ColumnTypes::new(2, Duration::from_secs(30));
+    let c = ColumnTypes::new(ColumnTypeSettings {
+        cache: 2,
+        ttl: Duration::from_secs(30),
+    });
     let now = Instant::now();
     let cols = |names: &[&str]| -> Columns {
         Arc::new(
@@ -106,7 +109,10 @@ fn cache_expires_refreshes_and_stays_bounded() {
 
 #[test]
 fn statements_that_change_tables_empty_the_cache() {
-    let c = ColumnTypes::new(8, Duration::from_secs(30));
+    let c = ColumnTypes::new(ColumnTypeSettings {
+        cache: 8,
+        ttl: Duration::from_secs(30),
+    });
     let fill = || {
         let generation = c.generation();
         c.store(
