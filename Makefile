@@ -36,7 +36,7 @@ down:
 status:
 	scripts/stack.sh status
 
-test: build lint check-house unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
+test: build lint check-house check-docs check-settings unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
 
 # The filter and the wire crate it shares with the shim must never panic: clippy denies
 # unwrap/expect/panic/indexing in them (see filter/core/src/lib.rs, wire/src/lib.rs),
@@ -118,14 +118,14 @@ bench-sweep-compression: build
 bench-sessions: build
 	loadtest/bench.sh sessions
 
-# Read/write split (issue 10, loadtest/README.md "Replicas"): point selects at 4…200 VUs,
+# Read/write split (issue 10, docs/benchmarks/replicas.md "Replicas"): point selects at 4…200 VUs,
 # primary only vs primary + replica (two stacks, .run/bench and .run/bench-replicas),
 # HTTP/2 and HTTP/3, the MySQL baseline, CPU per call of every process; ~10 minutes.
 .PHONY: bench-replicas
 bench-replicas: build
 	loadtest/bench.sh replicas
 
-# Cost per query (issue 11, loadtest/README.md "Cost per query"): warm SELECT 1 at 16 and
+# Cost per query (issue 11, docs/benchmarks/cost.md "Cost per query"): warm SELECT 1 at 16 and
 # at 1 client and the large SELECT, MySQL+TLS vs Ferry over HTTP/2 and HTTP/3 in Connect
 # JSON and proto, 2 interleaved rounds on one local stack; QPS, p50/p99, CPU per request
 # (and per MB) of Envoy, the shim, MariaDB and k6 from /proc; results cost.md; ~4 minutes
@@ -164,7 +164,7 @@ fuzz:
 fuzz-smoke:
 	fuzz/run.sh 10
 
-# Compression (loadtest/README.md "Compression"): per codec, large SELECT/INSERT on the far
+# Compression (docs/benchmarks/compression.md "Compression"): per codec, large SELECT/INSERT on the far
 # shape against MySQL plain and zlib and MySQL 8.0's zstd 1/3/7 (installs MySQL 8.0 under
 # .run/mysql80 once, ~550 MB download), the loopback cost per codec (CPU per call of Envoy,
 # shim and MariaDB), and Envoy's compressor filter (envoy/compressor.yaml) against the

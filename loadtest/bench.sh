@@ -253,7 +253,7 @@ workload() {
   done
 }
 
-# --- the compression benchmark (bench.sh compression; loadtest/README.md "Compression") ---
+# --- the compression benchmark (bench.sh compression; docs/benchmarks/compression.md "Compression") ---
 CODECS="${CODECS:-identity gzip zstd snappy s2}"
 M80_PORT="${BENCH_MYSQL80_PORT:-53307}" CMP_PORT="${BENCH_COMPRESSOR_PORT:-28444}" CMP_ADMIN="${BENCH_COMPRESSOR_ADMIN_PORT:-29902}"
 DIST80="$ROOT/.run/mysql80/dist"
@@ -428,7 +428,7 @@ compression_envoy() {
   compressor_down
 }
 
-# --- the replicas benchmark (bench.sh replicas; loadtest/README.md "Replicas") ---
+# --- the replicas benchmark (bench.sh replicas; docs/benchmarks/replicas.md "Replicas") ---
 # Two local stacks up at once, each with its own run dir and ports, so their runs can be
 # interleaved on a shared host: `primary` (FERRY_REPLICAS=0: MariaDB, one shim, envoy/ferry.yaml;
 # .run/bench and the usual bench ports) and `replica` (FERRY_REPLICAS=1: the primary with a
@@ -581,7 +581,7 @@ for c in ["mysql"] + clients:
 PY
 }
 
-# --- the cost benchmark (bench.sh cost; loadtest/README.md "Cost per query") ---
+# --- the cost benchmark (bench.sh cost; docs/benchmarks/cost.md "Cost per query") ---
 # What a query costs each process, Ferry's four ways against the MySQL protocol, on one local
 # stack: warm SELECT 1 at COST_VUS and at 1 VU, then the large SELECT, in ROUNDS interleaved
 # rounds (the client order reversed every other round, so drift hits every client alike).

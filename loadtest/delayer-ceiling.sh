@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The delayer's own ceiling (loadtest/README.md "HTTP/3 bulk transfer"): iperf3 bulk
+# The delayer's own ceiling (docs/benchmarks/http3.md "The delayer's ceiling"): iperf3 bulk
 # flows server → client through the near shape's path, with and without the delayers.
 # TCP (the kernel hands the delayer 64 KiB GSO segments) and UDP in 1,200-byte datagrams
 # without GSO (QUIC's packet size: the delayer's worst case, one verdict per datagram).

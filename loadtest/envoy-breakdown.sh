@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where Envoy's CPU per warm `SELECT 1` goes (issue 11, loadtest/README.md "Cost per query"):
+# Where Envoy's CPU per warm `SELECT 1` goes (issue 11, docs/benchmarks/cost.md "Where Envoy's CPU goes"):
 # Envoy variants, each started beside a running stack's shim and MariaDB on ports of its
 # own, driven by h2load (HTTP/2 over TLS 1.3, BREAKDOWN_C connections, one request at a
 # time on each), with the CPU µs per request of that Envoy, the shim and MariaDB (/proc).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What each deployment form of the Ferry filter costs (issue 24; loadtest/README.md
-# "Deployment forms (meshes)"): Envoy as the mesh-shaped configs run it, one form at a time
+# What each deployment form of the Ferry filter costs (issue 24;
+# docs/benchmarks/meshes.md "Deployment forms (meshes)"): Envoy as the mesh-shaped configs run it, one form at a time
 # on one port, beside the same shim and MariaDB (a stack of its own), driven by h2load
 # (HTTP/2 over TLS 1.3), warm `SELECT 1` in Connect JSON and Connect proto:
 #   router-only        the floor: ferry.yaml with no HTTP filter but the router, no access

@@ -5,7 +5,7 @@
 #   net.sh up                   create the namespaces (idempotent)
 #   net.sh shape loopback|near|far   apply a shape (LOSS=<percent> adds random loss on far)
 #   net.sh shape near-nodelay|near-zero   diagnostics: near's tbf without the delayers /
-#                               with the delayers in the path at 0 delay (README "HTTP/3 bulk transfer")
+#                               with the delayers in the path at 0 delay (docs/benchmarks/http3.md "Large SELECT per change")
 #   net.sh down                 stop the delayers, delete the namespaces
 # Bandwidth: tbf on each veth end (egress). Delay: half the RTT each way, added by
 # bin/delayer on the RECEIVING side's INPUT chain via NFQUEUE (this kernel has no netem).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shim's hop to MySQL: unix socket vs TCP vs TCP with TLS, side by side (issue 11,
-# loadtest/README.md "Cost per query"). Extra shims beside a running stack, the same binary
+# docs/benchmarks/cost.md "The shim's hop to MariaDB: unix socket vs TCP"). Extra shims beside a running stack, the same binary
 # and settings as its own, one per TRANSPORTS (socket tcp tls): over MariaDB's unix socket,
 # over TCP (127.0.0.1, plain), over TCP with TLS verified against the stack's dev CA
 # (FERRY_MYSQL_TLS=verify_identity; MariaDB must serve TLS, as the benchmarks' does), each on

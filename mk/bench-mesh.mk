@@ -1,5 +1,5 @@
-# What each deployment form of the filter costs (issue 24; loadtest/README.md "Deployment
-# forms (meshes)"): warm SELECT 1 over HTTP/2, Connect JSON and proto, CPU per request of
+# What each deployment form of the filter costs (issue 24;
+# docs/benchmarks/meshes.md "Deployment forms (meshes)"): warm SELECT 1 over HTTP/2, Connect JSON and proto, CPU per request of
 # Envoy, the shim and MariaDB and p50/p99 at 16 and 1 connections, for Envoy as router-only,
 # envoy/ferry.yaml, istio.yaml, istio-envoyfilter.yaml and envoy-gateway.yaml, in interleaved
 # rounds on a stack of its own (.run/bench-mesh, ports 28843/29981/28881/53896/28849, stopped

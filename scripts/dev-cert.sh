@@ -11,7 +11,8 @@ mkdir -p "$dir"
 cd "$dir"
 # The TLS session ticket key shared by Envoy's workers (80 random bytes, see envoy/ferry.yaml).
 [ -s ticket.key ] || (umask 077 && openssl rand 80 > ticket.key)
-# The key that seals psdb sessions (shim/README.md): one hex key per line, the first signs.
+# The key that seals psdb sessions (docs/design/shim.md "Sessions, transactions and session state"):
+# one hex key per line, the first signs.
 [ -s session.keys ] || (umask 077 && openssl rand -hex 32 > session.keys)
 # Envoy's client certificate for a shim that requires one (envoy/shim-tls.yaml,
 # FERRY_SHIM_TLS_CLIENT_CA=ca.pem): envoy-client.pem / .key, signed by the dev CA.

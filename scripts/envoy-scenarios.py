@@ -179,7 +179,7 @@ def tracing():
 # gets a span (kind SERVER, service `ferry-gateway`), and its upstream request to the
 # shim a child span (kind CLIENT) whose context Envoy sends to the shim as W3C
 # `traceparent`; the shim, with FERRY_OTLP_ENDPOINT set, continues the trace (a span
-# per RPC and per MySQL statement: shim/src/trace.rs). Spans go over OTLP/gRPC to a
+# per RPC and per MySQL statement: shim/src/telemetry/trace.rs). Spans go over OTLP/gRPC to a
 # collector at 127.0.0.1:4317 (cluster `otlp_collector`; scripts/render-envoy.sh takes
 # host:port from FERRY_OTLP_ENDPOINT), every 5 s or 5 spans (Envoy's runtime keys
 # tracing.opentelemetry.flush_interval_ms / min_flush_spans).
@@ -238,7 +238,7 @@ def shim_tls():
 # mutual TLS instead of h2c. The clients' Basic credentials and every row cross that
 # hop, so off one host it is encrypted; Envoy checks the shim's certificate against the
 # CA and its name (`localhost` here: the dev certificate's), and presents a client
-# certificate of its own, which the shim requires (shim/README.md, "TLS from Envoy").
+# certificate of its own, which the shim requires (docs/guides/tls.md "TLS from Envoy").
 # The shim runs with
 #   FERRY_SHIM_TLS_CERT=<its certificate> FERRY_SHIM_TLS_KEY=<its key>
 #   FERRY_SHIM_TLS_CLIENT_CA=<the CA of Envoy's client certificate>
@@ -314,9 +314,9 @@ def browser():
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors
 """)
-    d.replace("          # gRPC-Web itself (filter/README.md \"gRPC-Web\"). No CORS here: web pages cannot\n"
+    d.replace("          # gRPC-Web itself (docs/design/filter.md \"gRPC-Web\"). No CORS here: web pages cannot\n"
               "          # call this gateway; envoy/browser.yaml is this gateway plus CORS for chosen origins.\n",
-              "          # gRPC-Web itself (filter/README.md \"gRPC-Web\").\n")
+              "          # gRPC-Web itself (docs/design/filter.md \"gRPC-Web\").\n")
     return d
 
 
@@ -534,7 +534,7 @@ def mesh_plugin_json(session_affinity):
     s["session_affinity"] = session_affinity
     # Without Envoy's allow_on_headers_stop_iteration (the plain plugin forms) the filter is
     # told not to try holding headers; with it (the escape hatch) it finds out ("auto",
-    # the default). filter/README.md "Without the header hold".
+    # the default). docs/design/filter.md "Without the header hold (meshes)".
     if not session_affinity:
         s["header_hold"] = "off"
     return json.dumps(s, sort_keys=True, separators=(",", ":"))
@@ -624,7 +624,7 @@ node:
     # The HTTP connection manager's early header mutation cannot be said in Istio's APIs:
     # no x-ferry-client-rtt-ms / x-ferry-client-addr for the filter.
     d.cut("          # How far the client is: the connection's last measured round trip",
-          "          # Access log (README \"Access log\")")
+          "          # Access log (docs/reference/access-log.md \"Access log\")")
     d.replace("          early_header_mutation_extensions: *client_distance\n", "")
 
 

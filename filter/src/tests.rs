@@ -118,7 +118,7 @@ fn execute_response() -> ExecuteResponse {
     }
 }
 
-/// A session the shim at `holder` sealed as pinned (`shim/src/seal.rs`'s layout;
+/// A session the shim at `holder` sealed as pinned (`shim/src/sessions/seal.rs`'s layout;
 /// the MAC is not checked by the filter).
 fn pinned_session(holder: &str) -> Session {
     let mut signature = vec![1u8];

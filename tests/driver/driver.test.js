@@ -44,7 +44,7 @@ test('types cast as the driver casts them', async () => {
 })
 
 // Past 1 MiB of rows the shim sends the answer in pieces while MariaDB still sends
-// them (shim/README.md); the driver (Node's fetch asks for gzip) gets one JSON answer.
+// them (docs/design/shim.md "Large Execute answers go out in pieces"); the driver (Node's fetch asks for gzip) gets one JSON answer.
 test('an answer of several MB arrives whole', async () => {
   const sql = `SELECT n, REPEAT(CHAR(97 + n % 26 USING utf8mb4), 200000) AS v FROM
     (WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM k WHERE n < 29) SELECT n FROM k) s`

@@ -10,7 +10,7 @@
 //! cluster member, or answers 503 if it is gone; it never picks another host, and it
 //! picks only cluster members. The routing is Envoy's; this file only decides.
 //!
-//! The signature (`shim/src/seal.rs`) is version (1) = 1 ‖ key id (4) ‖ session id
+//! The signature (`shim/src/sessions/seal.rs`) is version (1) = 1 ‖ key id (4) ‖ session id
 //! (16) ‖ shim instance (8) ‖ credential tag (16) ‖ issued-at (8) ‖ flags (1, bit 0:
 //! pinned) ‖ holder length (1) ‖ holder ‖ MAC (32). The filter reads the flags and the
 //! holder without verifying the MAC: the shim verifies it, and a forged holder can only

@@ -1,6 +1,6 @@
 //! How far the client is, for one decision: whether compressing its answers pays.
 //! On a fast link (the same host, zone or region) the bytes saved cost nothing to
-//! send, while compressing costs CPU on both ends (loadtest/README.md "Compression").
+//! send, while compressing costs CPU on both ends (docs/benchmarks/compression.md "By distance").
 //!
 //! Envoy tells the filter in two request headers, each set by the HTTP connection
 //! manager's early header mutation (envoy/ferry.yaml) after removing a client's own:
@@ -19,8 +19,8 @@ pub const CLIENT_RTT_HEADER: &str = "x-ferry-client-rtt-ms";
 pub const CLIENT_ADDR_HEADER: &str = "x-ferry-client-addr";
 
 /// `compression.min_rtt_ms`'s default: clients a few ms away at most (the same host,
-/// zone or region: fast links) get identity. Measured (loadtest/README.md
-/// "Compression"): at 1.8 ms and 1 Gbit/s gzip and zstd took 1.6–2.3× identity's time
+/// zone or region: fast links) get identity. Measured
+/// (docs/benchmarks/compression.md "By distance"): at 1.8 ms and 1 Gbit/s gzip and zstd took 1.6–2.3× identity's time
 /// and S2 1.04×; at 42 ms and 20 Mbit/s they took 0.27–0.44× its time.
 pub const DEFAULT_MIN_RTT_MS: u64 = 5;
 

@@ -2,7 +2,7 @@
 //! the session died or is unhealthy; strict affinity never sends it elsewhere).
 //!
 //! For Connect clients it is the RPC's own answer, as the shims give it for a lost pin
-//! (`shim/src/execute.rs`): `Execute` answers HTTP 200 with `error.code = ABORTED`
+//! (`shim/src/statement/`): `Execute` answers HTTP 200 with `error.code = ABORTED`
 //! "transaction lost, rolled back: ..." and the session the client sent, so every
 //! later statement of that session fails the same way, except a plain `ROLLBACK`,
 //! which succeeds (the transaction is gone with its connection) and hands back a fresh,

@@ -10,7 +10,7 @@
 // super-packets queued whole when there is no loss to apply (the kernel would
 // otherwise cut a 64 KiB TCP or UDP-GSO send into ~45 packets first), and one
 // batch verdict for every packet that is due when the releaser wakes up.
-// loadtest/README.md ("HTTP/3 bulk transfer") has its measured ceiling.
+// docs/benchmarks/http3.md "The delayer's ceiling" has its measured ceiling.
 //
 //	iptables -A INPUT -i veth0 -j NFQUEUE --queue-num 7
 //	delayer -queue 7 -delay 20ms -loss 0.5

@@ -43,8 +43,8 @@ impl H3Client {
         }
         .parse()?;
         // A receive buffer that holds a sender's burst: the kernel's default (~208 KiB)
-        // drops part of Envoy's GSO bursts on a large answer (loadtest/README.md,
-        // "HTTP/3 bulk transfer"). quic-go asks for 7 MiB the same way; capped by rmem_max.
+        // drops part of Envoy's GSO bursts on a large answer
+        // (docs/benchmarks/http3.md "HTTP/3 bulk transfer"). quic-go asks for 7 MiB the same way; capped by rmem_max.
         let socket = socket2::Socket::new(
             socket2::Domain::for_address(bind),
             socket2::Type::DGRAM,

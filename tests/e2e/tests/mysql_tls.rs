@@ -1,4 +1,4 @@
-//! TLS between the shim and MySQL (shim/src/mysql_tls.rs): the e2e MariaDB serves
+//! TLS between the shim and MySQL (shim/src/mysql/tls.rs): the e2e MariaDB serves
 //! TLS with the dev CA's certificate; the TCP gateway (FERRY_E2E_TCP_PORT) verifies it.
 //! Shims started here, straight at MariaDB's port, show each mode and each refusal.
 mod common;

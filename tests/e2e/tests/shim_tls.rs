@@ -1,4 +1,4 @@
-//! Envoy → shim over mutual TLS (envoy/shim-tls.yaml, shim/src/listen_tls.rs), as for a
+//! Envoy → shim over mutual TLS (envoy/shim-tls.yaml, shim/src/tls/listen.rs), as for a
 //! shim on another host: the e2e TCP gateway runs that way, so every test on it
 //! (sessions.rs, accounts.rs, compression.rs' distance test) crosses the TLS hop. Here,
 //! straight at that shim: plain h2c, TLS without a client certificate and a client

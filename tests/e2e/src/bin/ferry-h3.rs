@@ -4,7 +4,7 @@
 //! Uses FERRY_HOST/FERRY_PORT/FERRY_RUN_DIR (CA) and FERRY_MYSQL_USER/PASSWORD
 //! like scripts/env.sh; prints the Connect JSON answer. `--proto` sends Connect proto;
 //! `--repeat N` makes N calls on one connection and prints their timings (a second
-//! HTTP/3 client, quinn, beside k6's quic-go: loadtest/README.md, "HTTP/3 bulk transfer");
+//! HTTP/3 client, quinn, beside k6's quic-go: docs/benchmarks/http3.md "HTTP/3 bulk transfer");
 //! `--h2` makes the same timed calls over HTTP/2 (reqwest), to compare in one client.
 use ferry_e2e::{
     config::Config, connect::ConnectClient, connect::EXECUTE, h3_client::H3Client, Answer, BoxError,
