@@ -17,7 +17,7 @@ pub struct StreamBody {
 
 impl StreamBody {
     /// `rx`'s pieces, holding `alive` open for as long as the body lives.
-    pub fn guarded(rx: mpsc::Receiver<Bytes>, alive: mpsc::Receiver<Bytes>) -> Self {
+    pub fn holding(rx: mpsc::Receiver<Bytes>, alive: mpsc::Receiver<Bytes>) -> Self {
         StreamBody {
             rx,
             _alive: Some(alive),

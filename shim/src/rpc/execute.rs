@@ -56,7 +56,7 @@ pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
     let done = match answer_of(committed, task).await {
         Ok(pieces) => {
             // A large answer: its 200 goes now, its pieces as they are read.
-            let body = StreamBody::guarded(pieces, alive);
+            let body = StreamBody::holding(pieces, alive);
             let mut resp = Response::new(Either::Right(body));
             resp.headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static(PROTO));

@@ -62,7 +62,7 @@ pub async fn run(
         pools: &app.pools,
         creds,
     };
-    let ran = guarded(conn, &sql, params, last_insert_id, &describer, sink, stop).await;
+    let ran = until_stopped(conn, &sql, params, last_insert_id, &describer, sink, stop).await;
     let timing = started.elapsed().as_secs_f64();
     let (finished, (in_txn, autocommit)) = match ran {
         Ran::Done(finished, status) => (finished, status),
@@ -202,7 +202,7 @@ async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
 /// pooled connection) and reads the status it left, unless `stop` comes
 /// first. When it does, the statement's future is dropped midway: the
 /// connection is left inside a result and must be stopped (mysql/cancel.rs).
-async fn guarded(
+async fn until_stopped(
     conn: &mut Conn,
     sql: &str,
     params: Option<Vec<Value>>,
