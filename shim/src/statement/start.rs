@@ -60,6 +60,24 @@ impl AsIs {
 }
 
 impl Ready {
+    fn new(
+        out: SessionOut<'_>,
+        sql: String,
+        params: Option<Vec<Value>>,
+        verdict: Verdict,
+        source: Source,
+    ) -> Self {
+        Ready {
+            id: out.id,
+            base: out.base,
+            sql,
+            params,
+            verdict,
+            source,
+            waited: 0.0,
+        }
+    }
+
     /// The session as it is before the statement: what a stream (or an answer
     /// already going out in pieces) ends with when the statement cannot finish.
     pub fn as_is(&self) -> AsIs {
@@ -292,15 +310,8 @@ async fn connect(
                     drop(state);
                     return pooled(out, sql, params, verdict).await;
                 }
-                Ok(Start::Run(Ready {
-                    id: out.id,
-                    base: out.base,
-                    sql,
-                    params,
-                    verdict,
-                    source: Source::Pinned { token: t, state },
-                    waited: 0.0,
-                }))
+                let source = Source::Pinned { token: t, state };
+                Ok(Start::Run(Ready::new(out, sql, params, verdict, source)))
             }
             None => match app.pins.ended(&t.id) {
                 // An older copy of a session whose pin ended normally (sent by
@@ -354,15 +365,8 @@ async fn pooled(
             }));
         }
     }
-    Ok(Start::Run(Ready {
-        id: out.id,
-        base: out.base,
-        sql,
-        params,
-        verdict,
-        source: Source::Pooled { conn, may_pin },
-        waited: 0.0,
-    }))
+    let source = Source::Pooled { conn, may_pin };
+    Ok(Start::Run(Ready::new(out, sql, params, verdict, source)))
 }
 
 /// `SET workload = ...`: vitess's setting, kept in the session's options;
