@@ -9,6 +9,7 @@ use crate::rows::sink::ChunkPolicy;
 use crate::rows::spill::SpillPolicy;
 use crate::sessions::pins::Pins;
 use crate::sessions::seal::Sealer;
+use crate::sessions::state::StateSettings;
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::trace::Tracing;
 use crate::types::column_types::ColumnTypes;
@@ -18,6 +19,8 @@ pub struct App {
     pub pools: Pools,
     pub pins: Pins,
     pub sealer: Sealer,
+    /// How much state a session may carry (sessions/state.rs).
+    pub state: StateSettings,
     /// This process, in every session it seals (a restart shows as a new one).
     pub instance: [u8; 8],
     pub max_request_bytes: usize,
@@ -51,6 +54,7 @@ impl App {
             pools,
             pins: Pins::new(&cfg.pins),
             sealer,
+            state: cfg.state,
             instance: crate::sessions::seal::random(),
             max_request_bytes: cfg.listen.max_request_bytes,
             result_limits: cfg.result_limits,

@@ -3,7 +3,7 @@
 //! settings struct, parsed with settings.rs's helpers. This file gathers them:
 //! [`SECTIONS`] is every setting the shim reads, in the order of
 //! docs/reference/settings.md, which a test checks against it.
-use crate::http::{self, ListenSettings};
+use crate::http::settings::{self as listen, ListenSettings};
 use crate::mysql::pool::{self, PoolSettings};
 use crate::mysql::role::{self, Role};
 use crate::mysql::{account, target};
@@ -13,6 +13,7 @@ use crate::rows::spill::{self, SpillPolicy};
 use crate::sessions::gtid::{self, GtidSettings};
 use crate::sessions::pins::{self, PinSettings};
 use crate::sessions::seal::{self, SealSettings};
+use crate::sessions::state::{self, StateSettings};
 use crate::settings::{Setting, Vars};
 use crate::telemetry::log::{self, Level};
 use crate::telemetry::trace::{self, TraceSettings};
@@ -21,7 +22,7 @@ use crate::types::column_types::{self, ColumnTypeSettings};
 
 /// Every setting, by section (the reference's order).
 pub const SECTIONS: &[(&str, &[Setting])] = &[
-    ("The listener", http::SETTINGS),
+    ("The listener", listen::SETTINGS),
     ("TLS on the listener", listen_tls::SETTINGS),
     ("MySQL", target::SETTINGS),
     ("TLS to MySQL", crate::mysql::tls::SETTINGS),
@@ -29,6 +30,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("Who is served", account::SETTINGS),
     ("Sessions", seal::SETTINGS),
     ("Pins", pins::SETTINGS),
+    ("Session state", state::SETTINGS),
     ("Role and read-your-writes", role::SETTINGS),
     ("Read-your-writes", gtid::SETTINGS),
     ("Results", result::SETTINGS),
@@ -46,6 +48,7 @@ pub struct Config {
     pub pool: PoolSettings,
     pub seal: SealSettings,
     pub pins: PinSettings,
+    pub state: StateSettings,
     pub role: Role,
     pub gtid: GtidSettings,
     pub result_limits: ResultLimits,
@@ -72,11 +75,12 @@ impl Config {
             listen_tls: ListenTls::from_vars(&vars)?,
             seal: SealSettings::from_vars(&vars)?,
             pins: PinSettings::from_vars(&vars, pool.pool_max)?,
+            state: StateSettings::from_vars(&vars)?,
             pool,
             role: Role::from_vars(&vars)?,
             gtid: GtidSettings::from_vars(&vars)?,
             result_limits: ResultLimits::from_vars(&vars)?,
-            unary_spill: SpillPolicy::from_vars(&vars, stream_chunks)?,
+            unary_spill: SpillPolicy::from_vars(&vars, stream_chunks.bytes)?,
             stream_chunks,
             column_types: ColumnTypeSettings::from_vars(&vars)?,
             log_level: Level::from_vars(&vars)?,

@@ -75,6 +75,21 @@ test('session state lives on its connection only', async () => {
   assert.deepEqual((await client.execute('SELECT @ferry_v AS v')).rows, [{ v: null }])
 })
 
+test('serverless clients that SET things never lock each other out (40 connections, 20 at once)', async () => {
+  // The driver has no close(): a function that sets state and ends must not hold a
+  // MySQL connection. Variables and settings travel in the session instead.
+  const one = async (i) => {
+    const c = client.connection()
+    await c.execute('SET @x = ?', [i])
+    await c.execute(`SET time_zone = '+0${i % 10}:00'`)
+    const { rows } = await c.execute('SELECT @x AS x, @@time_zone AS tz')
+    assert.deepEqual(rows, [{ x: String(i), tz: `+0${i % 10}:00` }], `client ${i}`)
+  }
+  for (let i = 0; i < 20; i++) await one(i)
+  await Promise.all(Array.from({ length: 20 }, (_, i) => one(20 + i)))
+  assert.deepEqual((await client.execute('SELECT @x AS x')).rows, [{ x: null }])
+})
+
 test('drizzle-orm (planetscale-serverless) transactions run unchanged', async () => {
   const t = await table()
   const items = mysqlTable(t, { id: int('id').primaryKey(), name: varchar('name', { length: 20 }) })

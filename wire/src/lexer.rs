@@ -15,8 +15,9 @@
 pub enum Tok<'a> {
     /// A keyword or unquoted identifier (or number).
     Word(&'a str),
-    /// `@name`: a user variable, session state.
-    UserVar,
+    /// `@name`: a user variable, session state (its name as written; empty when
+    /// the name is quoted, `@'name'`, and the quoted token follows).
+    UserVar(&'a str),
     /// `@@[scope.]name`: a system variable (the text after `@@`).
     SysVar(&'a str),
     /// A string literal or a quoted identifier ([`Lexer::quoted_value`]: its value).
@@ -234,8 +235,9 @@ impl<'a> Lexer<'a> {
                     return Some(Tok::SysVar(self.text(start, self.i)));
                 }
                 (b'@', _) => {
-                    self.i += 1 + self.word_len(self.i + 1, b".");
-                    return Some(Tok::UserVar);
+                    let start = self.i + 1;
+                    self.i = start + self.word_len(start, b".");
+                    return Some(Tok::UserVar(self.text(start, self.i)));
                 }
                 _ => {
                     let n = self.word_len(self.i, b"");
@@ -296,7 +298,7 @@ mod tests {
             tokens("SELECT @a, @@session.x, é(1) /* c */ -- d\n#e", true),
             vec![
                 Tok::Word("SELECT"),
-                Tok::UserVar,
+                Tok::UserVar("a"),
                 Tok::Sym(b','),
                 Tok::SysVar("session.x"),
                 Tok::Sym(b','),

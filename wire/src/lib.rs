@@ -23,5 +23,6 @@ pub mod lexer;
 pub mod placeholder;
 pub mod replay;
 pub mod rpc;
+pub mod session_state;
 pub mod statement;
 pub mod status;

@@ -411,7 +411,7 @@ fn safe_statement(toks: &[Tok<'_>]) -> bool {
         let prev = i.checked_sub(1).and_then(|p| toks.get(p));
         let next = toks.get(i + 1);
         match *tok {
-            Tok::UserVar => false,
+            Tok::UserVar(_) => false,
             Tok::Sym(b':') => next != Some(&Tok::Sym(b'=')),
             // A quoted name called as a function: a stored function.
             Tok::Quoted => next != Some(&Tok::Sym(b'(')),

@@ -124,7 +124,7 @@ impl<'a> Stmt<'a> {
                 self.prev_get_lock = eq(w, "GET_LOCK");
                 return;
             }
-            Tok::UserVar => self.user_var = true,
+            Tok::UserVar(_) => self.user_var = true,
             Tok::Sym(b'(') if self.prev_get_lock && !self.compound => self.get_lock = true,
             _ => {}
         }

@@ -4,4 +4,6 @@ mod admin;
 mod listener;
 mod routes;
 
-pub use listener::{serve, ListenSettings, SETTINGS};
+pub mod settings;
+
+pub use listener::serve;

@@ -19,7 +19,6 @@ use crate::connect::error::ConnectError;
 use crate::rows::answer::result_header;
 use crate::rows::gone::Gone;
 use crate::rows::result::{EncodedRows, ResultLimits, Rows};
-use crate::rows::sink::ChunkPolicy;
 use crate::settings::{Setting, Vars};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
@@ -211,11 +210,11 @@ pub const SETTINGS: &[Setting] = &[Setting {
 }];
 
 impl SpillPolicy {
-    /// Pieces as large as a stream's chunks.
-    pub fn from_vars(vars: &Vars<'_>, chunks: ChunkPolicy) -> Result<Self, String> {
+    /// `piece`: as large as a stream's chunk of bytes (`FERRY_STREAM_CHUNK_BYTES`).
+    pub fn from_vars(vars: &Vars<'_>, piece: usize) -> Result<Self, String> {
         Ok(SpillPolicy {
             after: vars.size("FERRY_SHIM_UNARY_STREAM_AFTER_BYTES")?,
-            piece: chunks.bytes,
+            piece,
         })
     }
 }

@@ -4,3 +4,4 @@ pub mod gtid;
 pub mod olap;
 pub mod pins;
 pub mod seal;
+pub mod state;

@@ -272,6 +272,31 @@ fn key_vitess_view(m: &mut HmacSha256, v: &vtgate::Session) {
         m.update(&(gtid.len() as u64).to_be_bytes());
         m.update(gtid.as_bytes());
     }
+    // The state the session carries (sessions/state.rs), in name order; only when
+    // present, as above.
+    let framed = |m: &mut HmacSha256, bytes: &[u8]| {
+        m.update(&(bytes.len() as u64).to_be_bytes());
+        m.update(bytes);
+    };
+    if !v.user_defined_variables.is_empty() {
+        m.update(b"\0user_defined_variables\0");
+        let mut vars: Vec<_> = v.user_defined_variables.iter().collect();
+        vars.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, value) in vars {
+            framed(m, name.as_bytes());
+            m.update(&value.r#type.to_be_bytes());
+            framed(m, &value.value);
+        }
+    }
+    if !v.system_variables.is_empty() {
+        m.update(b"\0system_variables\0");
+        let mut vars: Vec<_> = v.system_variables.iter().collect();
+        vars.sort();
+        for (name, value) in vars {
+            framed(m, name.as_bytes());
+            framed(m, value.as_bytes());
+        }
+    }
 }
 
 fn now_secs() -> u64 {

@@ -19,6 +19,8 @@ pub enum Finished {
     Unsupported(&'static str),
     /// The bound statement and its parameters did not fit (see types/bind.rs).
     Invalid(String),
+    /// The state the statement assigned would pass the session's limit.
+    StateTooLarge(String),
 }
 
 pub fn respond(
@@ -39,6 +41,7 @@ pub fn respond(
         Finished::TooLarge(overflow) => (None, Some(too_large(overflow, limits))),
         Finished::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
         Finished::Invalid(msg) => (None, Some(rpc_error(Code::InvalidArgument, msg))),
+        Finished::StateTooLarge(msg) => (None, Some(rpc_error(Code::ResourceExhausted, msg))),
     };
     let session = out.seal(pinned, left.in_txn, left.autocommit, result.as_ref());
     Answer {

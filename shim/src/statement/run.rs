@@ -9,7 +9,7 @@
 use super::respond::{respond, Finished};
 use super::session_out::SessionOut;
 use super::source::{leaves_sticky_state, Left};
-use super::start::Ready;
+use super::start::{Query, Ready};
 use super::stop::{Interrupt, Stop};
 use crate::app::App;
 use crate::connect::error::ConnectError;
@@ -19,10 +19,12 @@ use crate::rows::answer::Answer;
 use crate::rows::binary_row;
 use crate::rows::gone::Gone;
 use crate::rows::sink::Sink;
-use crate::sessions::gtid;
+use crate::sessions::gtid::{self, Flavour};
+use crate::sessions::state;
 use crate::telemetry::log::Level;
 use crate::types::column_types::Describer;
 use ferry_proto::vitess::query::QueryResult;
+use ferry_wire::statement::Verdict;
 use futures_util::TryStreamExt;
 use mysql_async::consts::StatusFlags;
 use mysql_async::prelude::{Protocol, Queryable};
@@ -43,29 +45,62 @@ pub async fn run(
     let Ready {
         id,
         base,
-        sql,
-        params,
-        verdict,
+        query:
+            Query {
+                sql,
+                params,
+                verdict,
+                assigned,
+            },
         mut source,
         waited,
     } = ready;
     let mut out = SessionOut::new(app, creds, id, base);
-    // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
-    // session's own (sealed) value is what a direct connection would give.
-    let last_insert_id = source.is_pooled().then_some(out.base.last_insert_id);
+    let pooled = source.is_pooled();
     let Some(conn) = source.conn() else {
         return source.failed(&out, &sql, None).map(Answer::from);
     };
+    let flavour = Flavour::of(conn.server_version());
+    let around = Around {
+        // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
+        // session's own (sealed) value is what a direct connection would give.
+        last_insert_id: pooled.then_some(out.base.last_insert_id),
+        // So are its variables and settings (a pin has kept its own).
+        apply: pooled
+            .then(|| state::apply_sql(&out.base, flavour))
+            .flatten(),
+        capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
+    };
+    let applied = around.apply.is_some();
     let started = Instant::now();
     let describer = Describer {
         cache: &app.column_types,
         pools: &app.pools,
         creds,
     };
-    let ran = until_stopped(conn, &sql, params, last_insert_id, &describer, sink, stop).await;
+    let ran = until_stopped(conn, &sql, params, around, &describer, sink, stop).await;
     let timing = started.elapsed().as_secs_f64();
     let (finished, (in_txn, autocommit)) = match ran {
-        Ran::Done(finished, status) => (finished, status),
+        Ran::Done(finished, status, captured) => {
+            let stored = match (captured, &assigned) {
+                (Some(row), Some(assigned)) => {
+                    let columns = row.columns();
+                    state::store(
+                        &mut out.base,
+                        assigned,
+                        &columns,
+                        &row.unwrap(),
+                        app.state.max_bytes,
+                    )
+                    .err()
+                }
+                _ => None,
+            };
+            match stored {
+                Some(too_much) => (Finished::StateTooLarge(too_much), status),
+                None => (finished, status),
+            }
+        }
         Ran::Failed(e) => return source.failed(&out, &sql, Some(&e)).map(Answer::from),
         Ran::Stopped(why) => {
             source.stopped(app, creds, why.reason()).await;
@@ -83,7 +118,8 @@ pub async fn run(
         sticky: leaves_sticky_state(verdict)
             && !matches!(finished, Finished::Sql(_) | Finished::Invalid(_)),
     };
-    let pinned = match source.settle(&out, &sql, verdict, left) {
+    let dirty = verdict != Verdict::Clean || applied;
+    let pinned = match source.settle(&out, &sql, left, dirty) {
         Ok(pinned) => pinned,
         Err(mut refused) => {
             refused.timing = timing + waited;
@@ -102,10 +138,21 @@ pub async fn run(
     ))
 }
 
+/// What runs around a statement on its connection.
+struct Around {
+    /// The session's LAST_INSERT_ID(), set again when the statement reads it.
+    last_insert_id: Option<u64>,
+    /// The `SET` that gives the connection the session's state, first.
+    apply: Option<String>,
+    /// The query that reads back what the statement assigned, after it.
+    capture: Option<String>,
+}
+
 /// How a statement ended on its connection.
 enum Ran {
-    /// It finished (perhaps with an SQL error); the status it left.
-    Done(Finished, (bool, bool)),
+    /// It finished (perhaps with an SQL error); the status it left, and the
+    /// state it assigned, read back.
+    Done(Finished, (bool, bool), Option<MysqlRow>),
     /// The connection failed (I/O, protocol).
     Failed(mysql_async::Error),
     Stopped(Interrupt),
@@ -206,23 +253,35 @@ async fn until_stopped(
     conn: &mut Conn,
     sql: &str,
     params: Option<Vec<Value>>,
-    last_insert_id: Option<u64>,
+    around: Around,
     describer: &Describer<'_>,
     sink: &mut Sink,
     stop: &Stop,
 ) -> Ran {
     let work = async {
-        if let Some(id) = last_insert_id {
+        if let Some(id) = around.last_insert_id {
             restore_last_insert_id(conn, sql, id).await?;
         }
+        if let Some(set) = &around.apply {
+            // The session's state is refused by this server (a setting it does not
+            // know): answered as the statement's SQL error; nothing else ran.
+            if let Err(mysql_async::Error::Server(se)) = conn.query_drop(set).await {
+                return Ok((Finished::Sql(se), txn_status(conn).await?, None));
+            }
+        }
         let outcome = run_statement(conn, sql, params, describer, sink).await?;
-        Ok::<_, Fail>((outcome, txn_status(conn).await?))
+        let status = txn_status(conn).await?;
+        let captured = match (&outcome, &around.capture) {
+            (Finished::Done(..), Some(select)) => conn.query_first::<MysqlRow, _>(select).await?,
+            _ => None,
+        };
+        Ok::<_, Fail>((outcome, status, captured))
     };
     // Unbiased on purpose: a result that is always ready to read must not
     // starve the deadline.
     tokio::select! {
         done = work => match done {
-            Ok((outcome, status)) => Ran::Done(outcome, status),
+            Ok((outcome, status, captured)) => Ran::Done(outcome, status, captured),
             Err(Fail::Mysql(e)) => Ran::Failed(e),
             Err(Fail::Gone) => Ran::Stopped(Interrupt::ClientGone),
         },

@@ -139,12 +139,14 @@ impl Source {
     /// gives a pooled connection back (reset unless the statement was proven
     /// clean). `Ok`: whether the session is pinned; `Err`: the answer for a
     /// transaction that could not be pinned (rolled back).
+    /// `dirty`: the connection may carry state (the statement's, or the session's
+    /// applied before it): reset before anyone else gets it.
     pub fn settle(
         self,
         out: &SessionOut<'_>,
         sql: &str,
-        verdict: Verdict,
         left: Left,
+        dirty: bool,
     ) -> Result<bool, Box<ExecuteResponse>> {
         let (app, creds) = (out.app, out.creds);
         match self {
@@ -206,7 +208,7 @@ impl Source {
                     );
                 } else {
                     // Disarm the reset only when nothing can have been left behind.
-                    conn.reset_connection(verdict != Verdict::Clean);
+                    conn.reset_connection(dirty);
                     drop(conn);
                 }
                 Ok(pin)

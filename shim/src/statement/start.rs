@@ -27,6 +27,7 @@ use ferry_proto::vitess::query::execute_options::Workload;
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
+use ferry_wire::session_state::{self, Assigned};
 use ferry_wire::statement::{classify, Verdict};
 use mysql_async::{Conn, Value};
 use std::time::Instant;
@@ -35,10 +36,7 @@ use std::time::Instant;
 pub struct Ready {
     pub(super) id: SessionId,
     pub(super) base: vtgate::Session,
-    pub(super) sql: String,
-    /// Bind variables' values, one per `?` of `sql`: run with the binary protocol.
-    pub(super) params: Option<Vec<Value>>,
-    pub(super) verdict: Verdict,
+    pub(super) query: Query,
     pub(super) source: Source,
     /// Seconds a replica waited for the session's GTID before it runs.
     pub(super) waited: f64,
@@ -60,19 +58,11 @@ impl AsIs {
 }
 
 impl Ready {
-    fn new(
-        out: SessionOut<'_>,
-        sql: String,
-        params: Option<Vec<Value>>,
-        verdict: Verdict,
-        source: Source,
-    ) -> Self {
+    fn new(out: SessionOut<'_>, query: Query, source: Source) -> Self {
         Ready {
             id: out.id,
             base: out.base,
-            sql,
-            params,
-            verdict,
+            query,
             source,
             waited: 0.0,
         }
@@ -123,6 +113,50 @@ pub enum Start {
     Run(Ready),
 }
 
+/// The statement, as the shim will run it.
+pub struct Query {
+    pub sql: String,
+    /// Bind variables' values, one per `?` of `sql`: run with the binary protocol.
+    pub params: Option<Vec<Value>>,
+    pub verdict: Verdict,
+    /// The user variables and settings it assigns, when they all travel in the
+    /// session (sessions/state.rs): read back after it runs.
+    pub assigned: Option<Assigned>,
+}
+
+impl Query {
+    /// A statement whose session changes all travel in the session runs on a
+    /// pooled connection, is not pinned, and its connection is reset after.
+    fn new(sql: String, params: Option<Vec<Value>>) -> Query {
+        let verdict = classify(&sql);
+        let assigned = match verdict {
+            Verdict::Refuse("SET") | Verdict::Reset => session_state::assigned(&sql)
+                .filter(|a| !(a.user.is_empty() && a.system.is_empty())),
+            _ => None,
+        };
+        Query {
+            verdict: if assigned.is_some() {
+                Verdict::Reset
+            } else {
+                verdict
+            },
+            sql,
+            params,
+            assigned,
+        }
+    }
+
+    /// No statement (Prepare): the connection is all it wants.
+    fn none() -> Query {
+        Query {
+            sql: String::new(),
+            params: None,
+            verdict: Verdict::Clean,
+            assigned: None,
+        }
+    }
+}
+
 /// Verifies the session and gets the statement its connection. Connect
 /// errors (no connection: 401, 429, 503) come before anything ran.
 pub async fn start(
@@ -167,8 +201,7 @@ pub async fn start(
             )));
         }
     }
-    let verdict = classify(&sql);
-    let start = connect(out, token, sql, params, verdict).await?;
+    let start = connect(out, token, Query::new(sql, params)).await?;
     match app.role {
         ShimRole::Replica => read_after_write(app, start).await,
         ShimRole::Primary => Ok(start),
@@ -233,7 +266,7 @@ pub async fn start_without_statement(
         Ok(opened) => opened,
         Err(answered) => return Ok(*answered),
     };
-    connect(out, token, String::new(), None, Verdict::Clean).await
+    connect(out, token, Query::none()).await
 }
 
 /// An answer before anything ran.
@@ -289,9 +322,7 @@ fn open<'a>(
 async fn connect(
     out: SessionOut<'_>,
     token: Option<Token>,
-    sql: String,
-    params: Option<Vec<Value>>,
-    verdict: Verdict,
+    query: Query,
 ) -> Result<Start, ConnectError> {
     let app = out.app;
     match token {
@@ -302,22 +333,22 @@ async fn connect(
                     Err(e) => return Ok(answered(out.unchanged(&t), pin_error(&e))),
                 };
                 if let Some(why) = state.lost.clone() {
-                    return Ok(Start::Answered(lost(&out, &t, &sql, &why)));
+                    return Ok(Start::Answered(lost(&out, &t, &query.sql, &why)));
                 }
                 if state.conn.is_none() {
                     // Released by the request ahead in the queue (its COMMIT):
                     // nothing is pinned any more.
                     drop(state);
-                    return pooled(out, sql, params, verdict).await;
+                    return pooled(out, query).await;
                 }
                 let source = Source::Pinned { token: t, state };
-                Ok(Start::Run(Ready::new(out, sql, params, verdict, source)))
+                Ok(Start::Run(Ready::new(out, query, source)))
             }
             None => match app.pins.ended(&t.id) {
                 // An older copy of a session whose pin ended normally (sent by
                 // concurrent requests): nothing is pinned, run it unpinned.
-                Some(Ended::Released) => pooled(out, sql, params, verdict).await,
-                Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &sql, &why))),
+                Some(Ended::Released) => pooled(out, query).await,
+                Some(Ended::Lost(why)) => Ok(Start::Answered(lost(&out, &t, &query.sql, &why))),
                 // Pinned in another shim, and Envoy brought it here: session affinity
                 // is not at work on this gateway. Nothing runs; the session is kept
                 // (the transaction is still open there).
@@ -335,25 +366,20 @@ async fn connect(
                     } else {
                         "the shim that held it restarted or is gone"
                     };
-                    Ok(Start::Answered(lost(&out, &t, &sql, why)))
+                    Ok(Start::Answered(lost(&out, &t, &query.sql, why)))
                 }
             },
         },
-        _ => pooled(out, sql, params, verdict).await,
+        _ => pooled(out, query).await,
     }
 }
 
 /// A statement of a session without a pin: any pooled connection; a pin is
 /// admitted first if the statement means to make one.
-async fn pooled(
-    out: SessionOut<'_>,
-    sql: String,
-    params: Option<Vec<Value>>,
-    verdict: Verdict,
-) -> Result<Start, ConnectError> {
+async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError> {
     let (app, creds) = (out.app, out.creds);
     let mut conn = app.pools.conn(creds).await?;
-    let may_pin = matches!(verdict, Verdict::Refuse(_));
+    let may_pin = matches!(query.verdict, Verdict::Refuse(_));
     if may_pin {
         if let Err(e) = app.pins.admit(&creds.user) {
             conn.reset_connection(false); // nothing ran on it
@@ -366,7 +392,7 @@ async fn pooled(
         }
     }
     let source = Source::Pooled { conn, may_pin };
-    Ok(Start::Run(Ready::new(out, sql, params, verdict, source)))
+    Ok(Start::Run(Ready::new(out, query, source)))
 }
 
 /// `SET workload = ...`: vitess's setting, kept in the session's options;

@@ -187,6 +187,34 @@ async fn unpinned_statements_are_served_by_both_shims() {
     );
 }
 
+/// User variables and settings travel in the session: no pin, so any shim of the
+/// pair serves the session's next statements, each with the session's own values.
+#[tokio::test]
+async fn session_variables_need_no_affinity() {
+    let (s, _) = ok(
+        Way::ConnectJsonH2,
+        None,
+        "SET @pair_v = 'both', time_zone = '+03:00'",
+    )
+    .await;
+    let mut seen = BTreeSet::new();
+    for i in 0..20 {
+        let way = [Way::ConnectJsonH2, Way::ConnectProtoH3, Way::GrpcH2][i % 3];
+        let (r, instance) = run(way, Some(&s), "SELECT @pair_v, @@time_zone")
+            .await
+            .served("SELECT @pair_v");
+        assert!(r.error.is_none(), "{:?}", r.error);
+        let row = ferry_e2e::rows::cells(&r.result.expect("a result").rows[0]);
+        assert_eq!(
+            (row[0].as_deref(), row[1].as_deref()),
+            (Some(&b"both"[..]), Some(&b"+03:00"[..])),
+            "{way:?} at {instance}"
+        );
+        seen.insert(instance);
+    }
+    assert_eq!(seen.len(), 2, "both shims served the session: {seen:?}");
+}
+
 #[tokio::test]
 async fn every_statement_of_a_pinned_session_reaches_its_shim() {
     let t = unique("affinity");

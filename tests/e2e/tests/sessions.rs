@@ -361,7 +361,6 @@ async fn session_fields_the_gateway_does_not_use_come_back_unchanged() {
     let mut session = first["session"].clone();
     let extra = serde_json::json!({
         "targetString": "ferry@primary",
-        "systemVariables": { "sql_mode": "'ANSI'" },
         "DDLStrategy": "vitess",
         "migrationContext": "ctx-1",
         "savepoints": ["a", "b"],
