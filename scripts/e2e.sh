@@ -176,11 +176,11 @@ tracing_gateway gateway >/dev/null && (export FERRY_RUN_DIR="$TRACING_RUN_DIR" F
 tracing_gateway down >/dev/null
 
 # MySQL 8.0, on its own stack: the type table (Rust fields, the driver's values), queries,
-# the API, bind variables and Prisma.
+# the API, bind variables, session state and Prisma.
 if [ "${FERRY_E2E_MYSQL8:-1}" = 1 ]; then
   mysql8_stack up >/dev/null && (export FERRY_RUN_DIR="$MYSQL8_RUN_DIR" FERRY_PORT="$MYSQL8_PORT" \
     FERRY_MYSQL_SOCKET="$MYSQL8_RUN_DIR/mysql.sock" NODE_EXTRA_CA_CERTS="$MYSQL8_RUN_DIR/certs/ca.pem"
-    cargo test -p ferry-e2e --test types --test queries --test api --test binds \
+    cargo test -p ferry-e2e --test types --test queries --test api --test binds --test session_state \
       && cd "$ROOT/tests/driver" && node --test types.test.js && cd "$ROOT/tests/prisma" && node --test) || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$MYSQL8_RUN_DIR"/logs/{envoy,shim}.log || status=1
   mysql8_stack down >/dev/null
