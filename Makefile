@@ -118,6 +118,13 @@ bench-sweep-compression: build
 bench-sessions: build
 	loadtest/bench.sh sessions
 
+# Serverless-shaped sessions with state (issue 26, docs/benchmarks/sessions.md "Variables in the
+# session"): short-lived sessions that SET a variable and a setting then read them, against the
+# same load without state, HTTP/2 and HTTP/3; ~2 minutes.
+.PHONY: bench-serverless
+bench-serverless: build
+	loadtest/bench.sh serverless
+
 # Read/write split (issue 10, docs/benchmarks/replicas.md "Replicas"): point selects at 4…200 VUs,
 # primary only vs primary + replica (two stacks, .run/bench and .run/bench-replicas),
 # HTTP/2 and HTTP/3, the MySQL baseline, CPU per call of every process; ~10 minutes.

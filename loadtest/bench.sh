@@ -9,6 +9,7 @@
 #                                MySQL 8.0 zstd 1/3/7; loopback cost per codec (CPU per call); Envoy's
 #                                compressor filter vs the Ferry filter's (make bench-compression)
 #   bench.sh sessions            SESSIONS (5000) concurrent sessions, HTTP/2 and HTTP/3, MariaDB max_connections=100
+#   bench.sh serverless          short-lived sessions that SET state then read it, vs the same without state
 #   bench.sh replicas            point selects at 4…200 VUs: primary only vs primary + replica (two stacks
 #                                up at once, runs interleaved), HTTP/2 and HTTP/3, the MySQL baseline, CPU
 #                                per call of every process (make bench-replicas; results replicas.md)
@@ -824,6 +825,21 @@ case "${1:-}" in
         | tee "$OUT/runs/sessions.$client.mariadb.txt" | sed 's/^/  mariadb: /'
     done
     "${root_sql[@]}" -e "SET GLOBAL max_connections = 500"
+    finish || true ;;
+  serverless)
+    # Short-lived sessions that SET a variable and a setting, then read them (k6/serverless.js),
+    # against the same statements without state: HTTP/2 and HTTP/3, SERVERLESS_VUS at once;
+    # MariaDB's connection counters after each. The state travels in the session (no pin).
+    prepare serverless; use_local; shape loopback
+    root_sql=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -N -B)
+    for client in h2 h3; do
+      for mode in plain state; do
+        "${root_sql[@]}" -e "FLUSH STATUS"
+        run serverless "$client" "$mode" "${SERVERLESS_VUS:-20}" "${SERVERLESS_ITER:-50}"
+        "${root_sql[@]}" -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Max_used_connections', 'Threads_connected')" \
+          | tee "$OUT/runs/serverless.$client.$mode.mariadb.txt" | sed 's/^/  mariadb: /'
+      done
+    done
     finish || true ;;
   sweep-compression)
     prepare sweep-compression; use_ns; LOSS="${FAR_LOSS:-0}" shape "${NET:-far}"

@@ -62,6 +62,12 @@ impl<'a> Lexer<'a> {
         }
     }
 
+    /// Whether the text read so far has something the server may read otherwise:
+    /// an executable comment, or a backslash in a string.
+    pub fn is_unsure(&self) -> bool {
+        self.unsure
+    }
+
     /// The byte offset just past the last token returned (placeholder.rs).
     pub fn offset(&self) -> usize {
         self.i

@@ -272,6 +272,10 @@ fn key_vitess_view(m: &mut HmacSha256, v: &vtgate::Session) {
         m.update(&(gtid.len() as u64).to_be_bytes());
         m.update(gtid.as_bytes());
     }
+    if v.found_rows != 0 {
+        m.update(b"\0found_rows\0");
+        m.update(&v.found_rows.to_be_bytes());
+    }
     // The state the session carries (sessions/state.rs), in name order; only when
     // present, as above.
     let framed = |m: &mut HmacSha256, bytes: &[u8]| {

@@ -70,6 +70,9 @@ pub async fn run(
             .then(|| state::apply_sql(&out.base, flavour))
             .flatten(),
         capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
+        // Without a pin the session keeps FOUND_ROWS() (sessions/counters.rs); the
+        // total a SQL_CALC_FOUND_ROWS counted is only the server's to tell.
+        found_rows: pooled && calc_found_rows(&sql),
     };
     let applied = around.apply.is_some();
     let started = Instant::now();
@@ -81,7 +84,20 @@ pub async fn run(
     let ran = until_stopped(conn, &sql, params, around, &describer, sink, stop).await;
     let timing = started.elapsed().as_secs_f64();
     let (finished, (in_txn, autocommit)) = match ran {
-        Ran::Done(finished, status, captured) => {
+        Ran::Done(
+            finished,
+            status,
+            After {
+                captured,
+                found_rows,
+            },
+        ) => {
+            if let Finished::Done(qr, rows) = &finished {
+                if !qr.fields.is_empty() {
+                    let read = (rows.count as u64).max(sink.rows_sent());
+                    out.base.found_rows = found_rows.unwrap_or(read);
+                }
+            }
             let stored = match (captured, &assigned) {
                 (Some(row), Some(assigned)) => {
                     let columns = row.columns();
@@ -146,13 +162,27 @@ struct Around {
     apply: Option<String>,
     /// The query that reads back what the statement assigned, after it.
     capture: Option<String>,
+    /// Read `FOUND_ROWS()` after it (`SQL_CALC_FOUND_ROWS`).
+    found_rows: bool,
+}
+
+/// What was read after the statement.
+struct After {
+    captured: Option<MysqlRow>,
+    found_rows: Option<u64>,
+}
+
+/// A statement that asks the server to count all its rows.
+fn calc_found_rows(sql: &str) -> bool {
+    ferry_wire::lexer::Lexer::new(sql)
+        .any(|t| matches!(t, ferry_wire::lexer::Tok::Word(w) if w.eq_ignore_ascii_case("SQL_CALC_FOUND_ROWS")))
 }
 
 /// How a statement ended on its connection.
 enum Ran {
     /// It finished (perhaps with an SQL error); the status it left, and the
     /// state it assigned, read back.
-    Done(Finished, (bool, bool), Option<MysqlRow>),
+    Done(Finished, (bool, bool), After),
     /// The connection failed (I/O, protocol).
     Failed(mysql_async::Error),
     Stopped(Interrupt),
@@ -266,22 +296,35 @@ async fn until_stopped(
             // The session's state is refused by this server (a setting it does not
             // know): answered as the statement's SQL error; nothing else ran.
             if let Err(mysql_async::Error::Server(se)) = conn.query_drop(set).await {
-                return Ok((Finished::Sql(se), txn_status(conn).await?, None));
+                let after = After {
+                    captured: None,
+                    found_rows: None,
+                };
+                return Ok((Finished::Sql(se), txn_status(conn).await?, after));
             }
         }
         let outcome = run_statement(conn, sql, params, describer, sink).await?;
         let status = txn_status(conn).await?;
-        let captured = match (&outcome, &around.capture) {
-            (Finished::Done(..), Some(select)) => conn.query_first::<MysqlRow, _>(select).await?,
+        let done = matches!(outcome, Finished::Done(..));
+        let found_rows = match around.found_rows && done {
+            true => conn.query_first::<u64, _>("SELECT FOUND_ROWS()").await?,
+            false => None,
+        };
+        let captured = match (&around.capture, done) {
+            (Some(select), true) => conn.query_first::<MysqlRow, _>(select).await?,
             _ => None,
         };
-        Ok::<_, Fail>((outcome, status, captured))
+        let after = After {
+            captured,
+            found_rows,
+        };
+        Ok::<_, Fail>((outcome, status, after))
     };
     // Unbiased on purpose: a result that is always ready to read must not
     // starve the deadline.
     tokio::select! {
         done = work => match done {
-            Ok((outcome, status, captured)) => Ran::Done(outcome, status, captured),
+            Ok((outcome, status, after)) => Ran::Done(outcome, status, after),
             Err(Fail::Mysql(e)) => Ran::Failed(e),
             Err(Fail::Gone) => Ran::Stopped(Interrupt::ClientGone),
         },

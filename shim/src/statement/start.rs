@@ -15,6 +15,7 @@ use crate::credentials::Credentials;
 use crate::errors::answers::{bad_workload, bind_error, misrouted, pin_error, seal_error};
 use crate::errors::mysql::lost_connection;
 use crate::mysql::role::{self, Role as ShimRole};
+use crate::sessions::counters::{self, Counter};
 use crate::sessions::gtid::{self, WaitError};
 use crate::sessions::olap;
 use crate::sessions::pins::Ended;
@@ -192,6 +193,12 @@ pub async fn start(
             }
         }
     };
+    let pinned = token.as_ref().is_some_and(|t| t.pinned);
+    if params.is_none() && !pinned {
+        if let Some((counter, name)) = counters::standalone(&sql) {
+            return Ok(Start::Answered(count(&mut out, counter, name)));
+        }
+    }
     if params.is_none() {
         if let Some(set) = olap::set_workload(&sql) {
             return Ok(Start::Answered(switch_workload(
@@ -393,6 +400,21 @@ async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError
     }
     let source = Source::Pooled { conn, may_pin };
     Ok(Start::Run(Ready::new(out, query, source)))
+}
+
+/// `SELECT ROW_COUNT()` / `SELECT FOUND_ROWS()` of a session without a pin,
+/// answered from the session (sessions/counters.rs); nothing runs in MySQL.
+fn count(out: &mut SessionOut<'_>, counter: Counter, name: String) -> ExecuteResponse {
+    let result = counters::answer(counter, name, &out.base);
+    // As after any statement that returns one row.
+    out.base.found_rows = 1;
+    let (in_txn, autocommit) = (out.base.in_transaction, out.base.autocommit);
+    ExecuteResponse {
+        session: Some(out.seal(false, in_txn, autocommit, Some(&result))),
+        result: Some(result),
+        error: None,
+        timing: 0.0,
+    }
 }
 
 /// `SET workload = ...`: vitess's setting, kept in the session's options;

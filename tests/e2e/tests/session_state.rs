@@ -238,3 +238,63 @@ async fn a_session_carries_bounded_state() {
     let r = execute_in(Way::ConnectJsonH2, Some(&s), "SELECT @small, @big").await;
     assert_eq!(row(&r), [Some("1".to_owned()), None]);
 }
+
+/// Without a pin, `SELECT ROW_COUNT()` and `SELECT FOUND_ROWS()` give the session's own
+/// counts (kept in the session, as vtgate keeps them), typed as MySQL types them.
+#[tokio::test]
+async fn row_count_and_found_rows_follow_a_session_without_a_pin() {
+    let t = unique("counts");
+    execute(
+        Way::ConnectJsonH2,
+        &format!("CREATE TABLE {t} (id INT PRIMARY KEY)"),
+    )
+    .await;
+    let s = ok(
+        &execute(
+            Way::ConnectJsonH2,
+            &format!("INSERT INTO {t} VALUES (1), (2), (3), (4), (5)"),
+        )
+        .await,
+        "INSERT",
+    );
+    assert!(!pinned(&s));
+    // Another session's statements in between, on the same pool.
+    for _ in 0..5 {
+        execute(Way::ConnectJsonH2, "SELECT 1 UNION SELECT 2").await;
+    }
+    let r = execute_in(Way::GrpcH2, Some(&s), "SELECT ROW_COUNT() AS n").await;
+    let s = ok(&r, "ROW_COUNT()");
+    assert_eq!(row(&r), [Some("5".to_owned())]);
+    let field = r.result.as_ref().unwrap().fields[0].clone();
+    assert_eq!(field.name, "n");
+    let s = ok(
+        &execute_in(
+            Way::ConnectJsonH2,
+            Some(&s),
+            &format!("SELECT id FROM {t} LIMIT 2"),
+        )
+        .await,
+        "SELECT",
+    );
+    let r = execute_in(Way::ConnectJsonH2, Some(&s), "SELECT FOUND_ROWS()").await;
+    let s = ok(&r, "FOUND_ROWS()");
+    assert_eq!(row(&r), [Some("2".to_owned())]);
+    let s = ok(
+        &execute_in(
+            Way::ConnectProtoH3,
+            Some(&s),
+            &format!("SELECT SQL_CALC_FOUND_ROWS id FROM {t} LIMIT 2"),
+        )
+        .await,
+        "SQL_CALC_FOUND_ROWS",
+    );
+    let r = execute_in(Way::ConnectJsonH2, Some(&s), "SELECT FOUND_ROWS()").await;
+    ok(&r, "FOUND_ROWS()");
+    assert_eq!(row(&r), [Some("5".to_owned())]);
+    // The same read on a pinned connection, in MySQL: the same type.
+    let pin = ok(&execute(Way::ConnectJsonH2, "BEGIN").await, "BEGIN");
+    let there = execute_in(Way::ConnectJsonH2, Some(&pin), "SELECT ROW_COUNT() AS n").await;
+    execute_in(Way::ConnectJsonH2, Some(&pin), "ROLLBACK").await;
+    let theirs = there.result.expect("a result").fields[0].clone();
+    assert_eq!((field.r#type, field.flags), (theirs.r#type, theirs.flags));
+}

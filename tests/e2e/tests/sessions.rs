@@ -364,7 +364,6 @@ async fn session_fields_the_gateway_does_not_use_come_back_unchanged() {
         "DDLStrategy": "vitess",
         "migrationContext": "ctx-1",
         "savepoints": ["a", "b"],
-        "foundRows": "5",
         "queryTimeout": "3000",
         "transactionMode": "SINGLE",
     });
