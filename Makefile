@@ -118,9 +118,9 @@ bench-sweep-compression: build
 bench-sessions: build
 	loadtest/bench.sh sessions
 
-# Serverless-shaped sessions with state (issue 26, docs/benchmarks/sessions.md "Variables in the
-# session"): short-lived sessions that SET a variable and a setting then read them, against the
-# same load without state, HTTP/2 and HTTP/3; ~2 minutes.
+# Serverless-shaped sessions with state (issue 26; docs/benchmarks/sessions.md "Serverless sessions"):
+# short-lived sessions that SET a variable and a setting then read them, against the same load
+# without state, HTTP/2 and HTTP/3; ~2 minutes.
 .PHONY: bench-serverless
 bench-serverless: build
 	loadtest/bench.sh serverless
