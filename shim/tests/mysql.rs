@@ -146,7 +146,9 @@ async fn shim_against_mysql() {
     let (code, msg) = c.err("BEGIN").await;
     assert_eq!(code, Code::ResourceExhausted);
     assert!(msg.contains("FERRY_POOL_MAX_PINNED"), "{msg}");
-    assert_eq!(c.err("SET autocommit = 0").await.0, Code::ResourceExhausted);
+    // Autocommit travels in the session: setting it holds no connection (its
+    // connection is reset before anyone else gets it).
+    c.ok("SET autocommit = 0").await;
     c.ok("INSERT INTO shim_rows (v) VALUES ('after-begin')")
         .await;
     assert_eq!(count(&db, "shim_rows WHERE v = 'after-begin'").await, 1);

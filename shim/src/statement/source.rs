@@ -59,9 +59,11 @@ pub struct Left {
 
 impl Left {
     /// The pin rule: a connection stays with its session while it holds a
-    /// transaction (or autocommit is off) or session state.
+    /// transaction or session state that cannot travel in the session. With
+    /// autocommit off (it travels: sessions/state.rs) each statement opens a
+    /// transaction, which pins until it ends.
     fn holds_a_pin(self) -> bool {
-        self.in_txn || !self.autocommit || self.sticky
+        self.in_txn || self.sticky
     }
 }
 

@@ -204,11 +204,14 @@ impl Client {
             a.body
         );
         let resp = ExecuteResponse::decode(a.body).expect("ExecuteResponse");
+        // A request without a session answers with autocommit on, unless it turned
+        // it off (which travels in the session).
+        let turned_off = query.to_ascii_lowercase().contains("autocommit = 0");
         assert!(resp
             .session
             .as_ref()
             .and_then(|s| s.vitess_session.as_ref())
-            .is_some_and(|v| v.autocommit));
+            .is_some_and(|v| v.autocommit || turned_off));
         resp
     }
 

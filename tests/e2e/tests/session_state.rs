@@ -298,3 +298,55 @@ async fn row_count_and_found_rows_follow_a_session_without_a_pin() {
     let theirs = there.result.expect("a result").fields[0].clone();
     assert_eq!((field.r#type, field.flags), (theirs.r#type, theirs.flags));
 }
+
+/// `SET autocommit = 0` travels too: it holds nothing by itself; each statement then
+/// opens a transaction, which pins until COMMIT or ROLLBACK, as on MySQL.
+#[tokio::test]
+async fn autocommit_off_holds_a_connection_only_inside_a_transaction() {
+    let t = unique("ac");
+    execute(
+        Way::ConnectJsonH2,
+        &format!("CREATE TABLE {t} (id INT PRIMARY KEY) ENGINE=InnoDB"),
+    )
+    .await;
+    let s = ok(
+        &execute(Way::ConnectJsonH2, "SET autocommit = 0").await,
+        "SET autocommit",
+    );
+    let v = s.vitess_session.clone().expect("vitess");
+    assert!(!pinned(&s) && !v.autocommit && !v.in_transaction);
+    let s = ok(
+        &execute_in(
+            Way::GrpcH2,
+            Some(&s),
+            &format!("INSERT INTO {t} VALUES (1)"),
+        )
+        .await,
+        "INSERT",
+    );
+    assert!(pinned(&s), "the insert opened a transaction");
+    assert_eq!(count_rows(&t), 0, "not committed yet");
+    let s = ok(
+        &execute_in(Way::ConnectJsonH2, Some(&s), "COMMIT").await,
+        "COMMIT",
+    );
+    assert!(!pinned(&s), "nothing held between transactions");
+    assert_eq!(count_rows(&t), 1);
+    let s = ok(
+        &execute_in(
+            Way::ConnectProtoH3,
+            Some(&s),
+            &format!("INSERT INTO {t} VALUES (2)"),
+        )
+        .await,
+        "INSERT",
+    );
+    assert!(pinned(&s), "still autocommit off: a transaction again");
+    let s = ok(
+        &execute_in(Way::ConnectJsonH2, Some(&s), "ROLLBACK").await,
+        "ROLLBACK",
+    );
+    assert_eq!(count_rows(&t), 1, "rolled back");
+    let r = execute_in(Way::ConnectJsonH2, Some(&s), "SELECT @@autocommit").await;
+    assert_eq!(row(&r), [Some("0".to_owned())]);
+}
