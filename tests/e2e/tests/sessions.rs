@@ -388,7 +388,10 @@ async fn session_fields_the_gateway_does_not_use_come_back_unchanged() {
         assert_eq!(back.migration_context, sent.migration_context, "{way:?}");
         assert_eq!(back.savepoints, sent.savepoints, "{way:?}");
         assert_eq!(back.query_timeout, 3000, "{way:?}");
-        assert_eq!(back.found_rows, 1, "the gateway keeps foundRows: SELECT 3's row");
+        assert_eq!(
+            back.found_rows, 1,
+            "the gateway keeps foundRows: SELECT 3's row"
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! A shim killed with SIGKILL mid-transaction and restarted: the session's
 //! next statement fails with `aborted` ("transaction lost, rolled back"),
-//! nothing of the transaction is applied, and the next transaction works.
+//! nothing of the transaction is applied, and the next transaction works; a
+//! session's variables (carried in the session, no pin) survive it.
 //! It kills the stack's shim, so scripts/e2e.sh runs it alone, after the
 //! other tests (`--ignored`).
 mod common;
@@ -28,6 +29,15 @@ async fn a_transaction_on_a_restarted_shim_is_lost_explicitly() {
     .await;
     assert!(r.error.is_none(), "{:?}", r.error);
     let s = r.session.expect("session");
+
+    // A session whose variables travel in the session itself (no pin).
+    let r = execute(
+        Way::ConnectJsonH2,
+        "SET @kept = 'across', time_zone = '+02:00'",
+    )
+    .await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let stateful = r.session.expect("session");
 
     let run_dir = std::env::var("FERRY_RUN_DIR").expect("FERRY_RUN_DIR");
     let pid = std::fs::read_to_string(format!("{run_dir}/pids/shim.pid")).expect("shim pid");
@@ -62,6 +72,15 @@ async fn a_transaction_on_a_restarted_shim_is_lost_explicitly() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // The restarted shim serves the session's variables: they were never its to lose.
+    let r = execute_in(Way::GrpcH2, Some(&stateful), "SELECT @kept, @@time_zone").await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let row = ferry_e2e::rows::cells(&r.result.expect("a result").rows[0]);
+    assert_eq!(
+        (row[0].as_deref(), row[1].as_deref()),
+        (Some(&b"across"[..]), Some(&b"+02:00"[..]))
+    );
 
     let r = execute_in(
         Way::ConnectJsonH2,
