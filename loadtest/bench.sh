@@ -832,6 +832,7 @@ case "${1:-}" in
     # MariaDB's connection counters after each. The state travels in the session (no pin).
     prepare serverless; use_local; shape loopback
     root_sql=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -N -B)
+    CPU_PIDS="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)"
     for client in h2 h3; do
       for mode in plain state; do
         "${root_sql[@]}" -e "FLUSH STATUS"
