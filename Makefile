@@ -4,6 +4,10 @@ SHELL := /bin/bash
 # Go (k6, compose check) lives in /usr/local/go on the supported images.
 export PATH := $(PATH):/usr/local/go/bin
 CARGO ?= cargo
+# Cargo.toml patches two MySQL client crates (shim/patches/README.md): their patched copies
+# must exist before any cargo command here (once made, this prints nothing). `deps` runs it
+# again, for a machine that had no cargo yet when make started.
+_ := $(shell scripts/patched-crates.sh >&2)
 WASM := target/wasm32-wasip1/release/ferry_filter.wasm
 SHIM := target/release/ferry-shim
 ENVOY_CONFIGS := $(wildcard envoy/*.yaml)
@@ -15,6 +19,7 @@ all: build
 
 deps:
 	scripts/install.sh
+	scripts/patched-crates.sh
 
 build: deps wasm shim
 

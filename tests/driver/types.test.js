@@ -114,3 +114,18 @@ test('drizzle-orm json() columns read back as objects', async () => {
     assert.deepEqual(got, { d: doc })
   })
 })
+
+test('JSON from a temporary table, a view and JSON functions reads back as objects', async () => {
+  const t = unique('drvjv')
+  await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY, doc JSON)`)
+  await client.execute(`INSERT INTO ${t} VALUES (1, '{"a": [1, "x"]}')`)
+  await client.execute(`CREATE VIEW ${t}_v AS SELECT doc FROM ${t}`)
+  const conn = client.connection()
+  await conn.execute(`CREATE TEMPORARY TABLE ${t}_tmp (doc JSON)`)
+  await conn.execute(`INSERT INTO ${t}_tmp VALUES ('{"t": true}')`)
+  assert.deepEqual((await conn.execute(`SELECT doc FROM ${t}_tmp`)).rows, [{ doc: { t: true } }])
+  assert.deepEqual((await client.execute(`SELECT doc FROM ${t}_v`)).rows, [{ doc: { a: [1, 'x'] } }])
+  assert.deepEqual((await client.execute("SELECT JSON_OBJECT('k', 1) AS o, JSON_ARRAY(1, 'two') AS a")).rows,
+    [{ o: { k: 1 }, a: [1, 'two'] }])
+  await client.execute(`DROP VIEW ${t}_v`)
+})

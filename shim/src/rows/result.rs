@@ -6,7 +6,7 @@
 //! read, with one copy of its values and no `Row` struct ([`EncodedRows`]).
 use crate::settings::{Setting, Vars};
 use crate::types::type_map::{field_flags, vitess_type};
-use ferry_proto::vitess::query::Field;
+use ferry_proto::vitess::query::{Field, Type};
 pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "FERRY_SHIM_MAX_RESULT_BYTES",
@@ -42,9 +42,16 @@ use std::borrow::Cow;
 pub fn field(col: &Column) -> Field {
     let flags = col.flags().bits();
     let code = col.column_type() as u8;
+    // MariaDB says which columns hold JSON (a table's, a temporary table's, a view's,
+    // JSON_OBJECT()...) in its extended metadata: `format=json` (key 1).
+    let ty = if col.mariadb_extended_type_info(1) == Some(&b"json"[..]) {
+        Type::Json
+    } else {
+        vitess_type(code, flags)
+    };
     Field {
         name: text(col.name_ref()),
-        r#type: vitess_type(code, flags) as i32,
+        r#type: ty as i32,
         table: text(col.table_ref()),
         org_table: text(col.org_table_ref()),
         database: text(col.schema_ref()),
@@ -53,7 +60,12 @@ pub fn field(col: &Column) -> Field {
         charset: u32::from(col.character_set()),
         decimals: u32::from(col.decimals()),
         flags: field_flags(code, flags, col.column_length(), col.character_set()),
-        column_type: String::new(),
+        // Expressions have no column of their own: only JSON is named.
+        column_type: if ty == Type::Json {
+            "json".into()
+        } else {
+            String::new()
+        },
     }
 }
 

@@ -262,6 +262,11 @@ impl Describer<'_> {
                 }
                 None => f.column_type = derived_column_type(&definition(col), mariadb),
             }
+            // MariaDB's JSON by its extended metadata (rows/result.rs): a view's or a
+            // temporary table's column, whatever information_schema says of it.
+            if f.r#type == Type::Json as i32 {
+                f.column_type = "json".into();
+            }
         }
         fields
     }

@@ -263,3 +263,59 @@ async fn a_changed_table_is_described_anew() {
     assert_eq!(after.fields[1].r#type(), Type::Json);
     assert_eq!(after.fields[1].column_type, "json");
 }
+
+/// JSON wherever the server knows it is JSON: a temporary table's column, a view's,
+/// and JSON functions' results (MariaDB says so in its extended column metadata, MySQL 8
+/// with its own type); text functions stay text.
+#[tokio::test]
+async fn json_from_temporary_tables_views_and_functions() {
+    let t = unique("jsonv");
+    let run = |sql: String, s: Option<ferry_proto::psdb::v1alpha1::Session>| async move {
+        let r = execute_in(Way::ConnectJsonH2, s.as_ref(), &sql).await;
+        assert!(r.error.is_none(), "{sql}: {:?}", r.error);
+        r
+    };
+    run(
+        format!("CREATE TABLE {t} (id INT PRIMARY KEY, doc JSON)"),
+        None,
+    )
+    .await;
+    run(format!("INSERT INTO {t} VALUES (1, '{{\"a\": 1}}')"), None).await;
+    run(
+        format!("CREATE VIEW {t}_v AS SELECT id, doc FROM {t}"),
+        None,
+    )
+    .await;
+    let tmp = run(
+        "CREATE TEMPORARY TABLE jsonv_tmp (doc JSON) SELECT '[1, 2]' AS doc".to_string(),
+        None,
+    )
+    .await
+    .session;
+    let cases = [
+        (format!("SELECT doc FROM {t}_v"), Type::Json),
+        ("SELECT doc FROM jsonv_tmp".to_string(), Type::Json),
+        ("SELECT JSON_OBJECT('a', 1)".to_string(), Type::Json),
+        ("SELECT JSON_ARRAY(1, 'x')".to_string(), Type::Json),
+        (
+            format!("SELECT JSON_EXTRACT(doc, '$.a') FROM {t}"),
+            Type::Json,
+        ),
+        ("SELECT JSON_QUOTE('x')".to_string(), Type::Text),
+    ];
+    for (sql, want) in cases {
+        let r = run(sql.clone(), tmp.clone()).await;
+        let f = &result(&r).fields[0];
+        let got = f.r#type();
+        if want == Type::Json {
+            assert_eq!((got, f.column_type.as_str()), (Type::Json, "json"), "{sql}");
+        } else {
+            // A string (its exact type is the server's: VARCHAR, VARBINARY...), not JSON.
+            assert_ne!(got, Type::Json, "{sql}");
+        }
+    }
+    if let Some(s) = tmp {
+        close_session(&s).await;
+    }
+    run(format!("DROP VIEW {t}_v"), None).await;
+}
