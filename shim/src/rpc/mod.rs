@@ -8,7 +8,7 @@ mod stream_execute;
 use crate::app::App;
 use crate::connect::deadline::Deadline;
 use crate::connect::error::ConnectError;
-use crate::connect::response::ShimBody;
+use crate::connect::response::{proto_response, with_db_time, ShimBody};
 use crate::credentials::Credentials;
 use crate::telemetry::trace::Trace;
 use bytes::Bytes;
@@ -37,6 +37,12 @@ pub async fn dispatch(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError
         Rpc::CloseSession => sessions::serve_close(call).await,
         Rpc::Prepare => prepare::serve(call).await,
     }
+}
+
+/// A unary answer: its message, saying how long the call spent in MySQL (since
+/// `started`: getting the connection, a new credential's login, the work).
+fn timed(message: &impl prost::Message, started: std::time::Instant) -> Response<ShimBody> {
+    with_db_time(proto_response(message), started.elapsed().as_secs_f64())
 }
 
 impl Call<'_> {

@@ -10,10 +10,10 @@
 //!
 //! SQL errors (a syntax error, an unknown table) are answered inside the
 //! response (HTTP 200, `PrepareResponse.error`), as Execute answers them.
-use super::Call;
+use super::{timed, Call};
 use crate::app::App;
 use crate::connect::error::ConnectError;
-use crate::connect::response::{proto_response, with_db_time, ShimBody};
+use crate::connect::response::ShimBody;
 use crate::credentials::Credentials;
 use crate::errors::answers::{bind_error, sql_error};
 use crate::errors::mysql::lost_connection;
@@ -31,10 +31,7 @@ pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
     let started = Instant::now();
     let req: PrepareRequest = call.request()?;
     let answer = prepare(call.app, &call.creds, req).await?;
-    Ok(with_db_time(
-        proto_response(&answer),
-        started.elapsed().as_secs_f64(),
-    ))
+    Ok(timed(&answer, started))
 }
 
 async fn prepare(

@@ -1,10 +1,10 @@
 //! CreateSession and CloseSession. Both authenticate as every RPC does (a
 //! pooled connection of the credential); CloseSession ends the session's pin,
 //! if any (its transaction is rolled back).
-use super::Call;
+use super::{timed, Call};
 use crate::app::App;
 use crate::connect::error::ConnectError;
-use crate::connect::response::{proto_response, with_db_time, ShimBody};
+use crate::connect::response::ShimBody;
 use crate::credentials::Credentials;
 use crate::errors::answers::seal_error;
 use crate::sessions::pins::{retire, Ended};
@@ -21,20 +21,14 @@ pub async fn serve_create(call: Call<'_>) -> Result<Response<ShimBody>, ConnectE
     let started = Instant::now();
     let _: CreateSessionRequest = call.request()?;
     let answer = create_session(call.app, &call.creds).await?;
-    Ok(with_db_time(
-        proto_response(&answer),
-        started.elapsed().as_secs_f64(),
-    ))
+    Ok(timed(&answer, started))
 }
 
 pub async fn serve_close(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
     let started = Instant::now();
     let req: CloseSessionRequest = call.request()?;
     let answer = close_session(call.app, &call.creds, req).await?;
-    Ok(with_db_time(
-        proto_response(&answer),
-        started.elapsed().as_secs_f64(),
-    ))
+    Ok(timed(&answer, started))
 }
 
 async fn create_session(
