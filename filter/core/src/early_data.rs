@@ -62,12 +62,7 @@ pub fn is_early(header: Option<&str>) -> bool {
 pub fn execute(message: &[u8]) -> Result<(), &'static str> {
     let request =
         ExecuteRequest::decode(message).map_err(|_| "an Execute request that does not decode")?;
-    let in_transaction = request
-        .session
-        .as_ref()
-        .and_then(|s| s.vitess_session.as_ref())
-        .is_some_and(|v| v.in_transaction);
-    if in_transaction {
+    if crate::route_class::in_transaction(request.session.as_ref()) {
         return Err("a statement inside a transaction");
     }
     if request
@@ -107,6 +102,7 @@ mod tests {
                 signature: b"sig".to_vec(),
                 vitess_session: Some(VitessSession {
                     in_transaction,
+                    autocommit: true,
                     ..Default::default()
                 }),
             }),
@@ -126,7 +122,10 @@ mod tests {
             query: "SELECT 1".into(),
             session: Some(Session {
                 signature: signature.clone(),
-                vitess_session: Some(VitessSession::default()),
+                vitess_session: Some(VitessSession {
+                    autocommit: true,
+                    ..Default::default()
+                }),
             }),
             ..Default::default()
         };
@@ -140,7 +139,10 @@ mod tests {
         let unpinned = ExecuteRequest {
             session: Some(Session {
                 signature,
-                vitess_session: Some(VitessSession::default()),
+                vitess_session: Some(VitessSession {
+                    autocommit: true,
+                    ..Default::default()
+                }),
             }),
             ..pinned
         };

@@ -6,7 +6,8 @@
 //! - `read`: `Execute`/`StreamExecute` of one replay-safe read
 //!   ([`ferry_wire::replay::replay_safe`]: one read statement, no locks, no user
 //!   variables, no side effects) in a session that is neither in a transaction
-//!   (`Session.in_transaction`) nor pinned (the signature's pinned flag, `affinity.rs`).
+//!   (`Session.in_transaction`, or autocommit off: its statements open one) nor
+//!   pinned (the signature's pinned flag, `affinity.rs`).
 //! - `session`: a request of a pinned session or one in a transaction, or a statement
 //!   that starts one or sets session state ([`ferry_wire::statement::classify`] is not
 //!   `Clean`: the shim would pin or reset for it).
@@ -67,13 +68,19 @@ pub fn of_statement(query: &str, in_transaction: bool, pinned: bool) -> Class {
     }
 }
 
+/// Whether a session's statements run in a transaction: it is in one, or it has
+/// autocommit off (its next statement opens one; the shim carries that setting in the
+/// session, not on a held connection).
+pub fn in_transaction(session: Option<&Session>) -> bool {
+    session
+        .and_then(|s| s.vitess_session.as_ref())
+        .is_some_and(|v| v.in_transaction || !v.autocommit)
+}
+
 /// Whether a session is in a transaction, and whether it is pinned.
 fn session_state(session: Option<&Session>) -> (bool, bool) {
-    let in_transaction = session
-        .and_then(|s| s.vitess_session.as_ref())
-        .is_some_and(|v| v.in_transaction);
     let pinned = session.is_some_and(|s| affinity::is_pinned(&s.signature));
-    (in_transaction, pinned)
+    (in_transaction(session), pinned)
 }
 
 /// The class of a canonical (protobuf) `ExecuteRequest`.
@@ -130,6 +137,7 @@ mod tests {
                 signature: signature(pinned),
                 vitess_session: Some(VitessSession {
                     in_transaction,
+                    autocommit: true,
                     ..Default::default()
                 }),
             }),
@@ -192,6 +200,30 @@ mod tests {
             assert_eq!(of_request("Execute", whole(&m), m.len()), class);
             assert_eq!(of_request("StreamExecute", whole(&m), m.len()), class);
         }
+    }
+
+    #[test]
+    fn autocommit_off_is_a_transaction() {
+        let m = ExecuteRequest {
+            query: "SELECT 1".into(),
+            session: Some(Session {
+                signature: signature(false),
+                vitess_session: Some(VitessSession {
+                    autocommit: false,
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(of_execute(&m), Class::Session);
+        // No session at all: a new one, autocommit on.
+        let m = ExecuteRequest {
+            query: "SELECT 1".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(of_execute(&m), Class::Read);
     }
 
     #[test]

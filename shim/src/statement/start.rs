@@ -172,7 +172,9 @@ pub async fn start(
     if app.role == ShimRole::Replica {
         // The filter sends a replica reads outside transactions only.
         let pinned = token.as_ref().is_some_and(|t| t.pinned);
-        if pinned || out.base.in_transaction || !role::replica_may_run(&req.query) {
+        // Autocommit off (it travels in the session): a statement opens a transaction.
+        let in_txn = out.base.in_transaction || !out.base.autocommit;
+        if pinned || in_txn || !role::replica_may_run(&req.query) {
             return Err(role::only_reads());
         }
     }

@@ -97,7 +97,7 @@ fn early_reads_inside_a_transaction_get_425() {
     );
     assert_too_early_connect(&err.unwrap_err());
     // Outside a transaction, a session is fine.
-    let body = json!({"query": "SELECT 1", "session": {"vitessSession": {"inTransaction": false}}});
+    let body = json!({"query": "SELECT 1", "session": {"vitessSession": {"inTransaction": false, "autocommit": true}}});
     assert!(send(
         &early(EXECUTE, "application/json"),
         body.to_string().as_bytes()
