@@ -86,6 +86,9 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
     };
     let mut app = App::new(&cfg, sealer.with_holder(&cfg.listen.advertise));
+    // A database that lets a made-up user in with a made-up password (Vitess's vtgate
+    // with its authentication off) would make every password meaningless: refused.
+    app.pools.refuse_any_password().await?;
     // Tracing (telemetry/trace.rs): only with FERRY_OTLP_ENDPOINT; built here, inside the runtime.
     if let Some(endpoint) = &cfg.trace.otlp_endpoint {
         let instance = app.instance_hex();

@@ -45,6 +45,8 @@ pub struct AccountPolicy {
     pub verify_account: bool,
     /// `FERRY_SERVE_GLOBAL_PRIVILEGES` (false): serve accounts with privileges `ON *.*`.
     pub serve_global_privileges: bool,
+    /// `FERRY_MYSQL_KIND` (auto): MySQL, or Vitess's vtgate.
+    pub kind: Kind,
 }
 
 impl Default for AccountPolicy {
@@ -77,7 +79,32 @@ pub const SETTINGS: &[Setting] = &[
         default: "false",
         about: "also serve accounts with privileges `ON *.*` (administrators)",
     },
+    Setting {
+        name: "FERRY_MYSQL_KIND",
+        default: "auto",
+        about: "`mysql` (MariaDB, MySQL), `vitess` (vtgate: its own authentication is trusted once it is seen to refuse a wrong password; the account checks it cannot answer truthfully are skipped, [Vitess](../guides/vitess.md)) or `auto`: Vitess when the server's version ends in `-Vitess`",
+    },
 ];
+
+/// What the shim talks to, for the account checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Decided by the server's version.
+    Auto,
+    Mysql,
+    Vitess,
+}
+
+impl Kind {
+    fn parse(v: &str) -> Option<Kind> {
+        match v.to_ascii_lowercase().as_str() {
+            "auto" => Some(Kind::Auto),
+            "mysql" => Some(Kind::Mysql),
+            "vitess" => Some(Kind::Vitess),
+            _ => None,
+        }
+    }
+}
 
 impl AccountPolicy {
     pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
@@ -90,6 +117,9 @@ impl AccountPolicy {
                 .collect(),
             verify_account: vars.flag("FERRY_VERIFY_ACCOUNT")?,
             serve_global_privileges: vars.flag("FERRY_SERVE_GLOBAL_PRIVILEGES")?,
+            kind: vars
+                .parsed("FERRY_MYSQL_KIND", "auto, mysql or vitess", Kind::parse)?
+                .unwrap_or(Kind::Auto),
         })
     }
 }
@@ -106,6 +136,8 @@ pub enum Refusal {
     GlobalPrivileges(Vec<String>),
     /// The account could not be inspected; refused rather than trusted.
     Unverifiable(String),
+    /// vtgate let a wrong password in: its own authentication is off.
+    AnyPasswordAccepted,
 }
 
 impl std::fmt::Display for Refusal {
@@ -124,6 +156,10 @@ impl std::fmt::Display for Refusal {
                 "the account holds {} ON *.*: an administrative account, not served (FERRY_SERVE_GLOBAL_PRIVILEGES)",
                 p.join(", ")
             ),
+            Refusal::AnyPasswordAccepted => write!(
+                f,
+                "Vitess's vtgate accepted a wrong password for this user: its MySQL authentication is off (--mysql-auth-server-impl none), so a password proves nothing; Ferry does not serve it (start vtgate with a password check, e.g. static auth)"
+            ),
             Refusal::Unverifiable(e) => write!(
                 f,
                 "cannot read the account's authentication methods ({e}); refused (FERRY_VERIFY_ACCOUNT)"
@@ -133,6 +169,15 @@ impl std::fmt::Display for Refusal {
 }
 
 /// What went wrong while verifying: a refusal, or the connection failed.
+/// How a credential's account was found fit to serve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Served {
+    /// Every check ran (or FERRY_VERIFY_ACCOUNT=false skipped them).
+    Checked,
+    /// vtgate's: it must be seen to refuse a wrong password first.
+    ByVitess,
+}
+
 pub enum VerifyError {
     Refused(Refusal),
     Mysql(mysql_async::Error),
@@ -154,10 +199,18 @@ impl AccountPolicy {
         Ok(())
     }
 
-    /// Step 2: on a connection MySQL has just accepted for `creds`.
-    pub async fn verify(&self, conn: &mut Conn, creds: &Credentials) -> Result<(), VerifyError> {
+    /// Step 2: on a connection MySQL has just accepted for `creds`. `Ok(Served::ByVitess)`:
+    /// the connection is vtgate's, which answers `CURRENT_USER()` itself but sends `SHOW
+    /// CREATE USER` and `SHOW GRANTS` to a tablet, where they describe the tablet's own
+    /// account: those checks are skipped, and the caller must see vtgate refuse a wrong
+    /// password before it trusts vtgate's authentication (mysql/pool.rs).
+    pub async fn verify(
+        &self,
+        conn: &mut Conn,
+        creds: &Credentials,
+    ) -> Result<Served, VerifyError> {
         if !self.verify_account {
-            return Ok(());
+            return Ok(Served::Checked);
         }
         let sql_refusal = |e: mysql_async::Error| match e {
             mysql_async::Error::Server(se) => VerifyError::Refused(Refusal::Unverifiable(format!(
@@ -173,6 +226,9 @@ impl AccountPolicy {
         let account = account.unwrap_or_default();
         self.check_account(&account, creds)
             .map_err(VerifyError::Refused)?;
+        if self.is_vitess(conn).await.map_err(sql_refusal)? {
+            return Ok(Served::ByVitess);
+        }
         // Bytes, not a String: MySQL 8 shows an account that may read mysql.user
         // its raw password hash, which need not be UTF-8 (a String would panic
         // in the conversion). Only the secret can be lossy; the grammar is ASCII.
@@ -188,7 +244,7 @@ impl AccountPolicy {
         self.check_plugins(&String::from_utf8_lossy(&create_user))
             .map_err(VerifyError::Refused)?;
         if self.serve_global_privileges {
-            return Ok(());
+            return Ok(Served::Checked);
         }
         // Bytes again: MariaDB prints the password hash in the USAGE line.
         let grants: Vec<Vec<u8>> = conn
@@ -200,10 +256,23 @@ impl AccountPolicy {
             .flat_map(|line| global_privileges(&String::from_utf8_lossy(line)))
             .collect();
         if global.is_empty() {
-            Ok(())
+            Ok(Served::Checked)
         } else {
             Err(VerifyError::Refused(Refusal::GlobalPrivileges(global)))
         }
+    }
+
+    /// Whether this connection is vtgate's (Vitess): `FERRY_MYSQL_KIND`, or with
+    /// `auto` the `-Vitess` suffix of the version vtgate announces.
+    async fn is_vitess(&self, conn: &mut Conn) -> Result<bool, mysql_async::Error> {
+        Ok(match self.kind {
+            Kind::Mysql => false,
+            Kind::Vitess => true,
+            Kind::Auto => {
+                let version: Option<String> = conn.query_first("SELECT @@version").await?;
+                version.is_some_and(|v| v.ends_with("-Vitess"))
+            }
+        })
     }
 
     /// `CURRENT_USER()` is `user@host`; the user part must be the one asked for.
@@ -373,5 +442,23 @@ mod tests {
         let c = creds("root", "s3cret-pw");
         let r = p.precheck(&c).unwrap_err();
         assert!(!r.to_string().contains("s3cret-pw"));
+    }
+
+    #[test]
+    fn the_kind_is_a_setting() {
+        let vars =
+            |v: &'static str| move |name: &str| (name == "FERRY_MYSQL_KIND").then(|| v.to_owned());
+        for (v, kind) in [
+            ("auto", Kind::Auto),
+            ("Vitess", Kind::Vitess),
+            ("mysql", Kind::Mysql),
+        ] {
+            let lookup = vars(v);
+            let p = AccountPolicy::from_vars(&Vars::new(&lookup, &[SETTINGS])).unwrap();
+            assert_eq!(p.kind, kind, "{v}");
+        }
+        let lookup = vars("mariadb");
+        assert!(AccountPolicy::from_vars(&Vars::new(&lookup, &[SETTINGS])).is_err());
+        assert_eq!(AccountPolicy::default().kind, Kind::Auto);
     }
 }

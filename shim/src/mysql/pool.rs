@@ -23,7 +23,7 @@
 use crate::connect::error::ConnectError;
 use crate::credentials::{constant_time_eq, Credentials};
 use crate::errors::mysql::connect_code;
-use crate::mysql::account::{AccountPolicy, Refusal, VerifyError, AUTH_FAILED};
+use crate::mysql::account::{AccountPolicy, Refusal, Served, VerifyError, AUTH_FAILED};
 use crate::mysql::pool_metrics::{PoolMetrics, NEW_CREDENTIAL};
 use crate::mysql::target::MysqlTarget;
 use crate::mysql::tls::{MysqlTls, TlsMode};
@@ -165,7 +165,7 @@ impl Pools {
         }
         let err = match got {
             Ok(Ok(conn)) if !pending => return Ok(conn),
-            Ok(Ok(mut conn)) => match self.policy.verify(&mut conn, creds).await {
+            Ok(Ok(mut conn)) => match self.verify(&mut conn, creds).await {
                 Ok(()) => {
                     self.promote(&key, id);
                     return Ok(conn);
@@ -195,6 +195,66 @@ impl Pools {
             self.forget(&key, id);
         }
         Err(err)
+    }
+
+    /// At start: the database must refuse a made-up user with a made-up password (one
+    /// failed login; MariaDB counts it in Aborted_connects). `Err` when it lets one in;
+    /// an unreachable database is logged and left to the health checks.
+    pub async fn refuse_any_password(&self) -> Result<(), String> {
+        if !self.policy.verify_account {
+            return Ok(());
+        }
+        let random = || crate::sessions::seal::hex(&crate::sessions::seal::random::<8>());
+        let made_up = Credentials {
+            user: format!("ferry-probe-{}", random()),
+            password: random(),
+        };
+        match Conn::new(self.side_opts(&made_up)).await {
+            Ok(conn) => {
+                let _ = conn.disconnect().await;
+                Err(format!(
+                    "{} at {} let a made-up user in with a made-up password: its authentication is off (Vitess: vtgate's --mysql-auth-server-impl none), so no password would prove anything; not served (FERRY_VERIFY_ACCOUNT=false skips this check)",
+                    self.database, self.target
+                ))
+            }
+            Err(mysql_async::Error::Server(_)) => Ok(()),
+            Err(e) => {
+                crate::log!(
+                    Level::Warn,
+                    "cannot check at start that MySQL refuses a wrong password",
+                    mysql = self.target,
+                    error = e
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// The account checks of a new credential (mysql/account.rs); on Vitess, also that
+    /// vtgate refuses this user with a wrong password, so that its login proves one.
+    async fn verify(&self, conn: &mut Conn, creds: &Credentials) -> Result<(), VerifyError> {
+        if self.policy.verify(conn, creds).await? == Served::Checked {
+            return Ok(());
+        }
+        let wrong = Credentials {
+            user: creds.user.clone(),
+            password: crate::sessions::seal::hex(&crate::sessions::seal::random::<16>()),
+        };
+        match Conn::new(self.side_opts(&wrong)).await {
+            Ok(probe) => {
+                let _ = probe.disconnect().await;
+                crate::log!(
+                    Level::Error,
+                    "vtgate accepts any password",
+                    user = creds.user,
+                    reason = Refusal::AnyPasswordAccepted
+                );
+                Err(VerifyError::Refused(Refusal::AnyPasswordAccepted))
+            }
+            // Access denied: vtgate checks passwords.
+            Err(mysql_async::Error::Server(se)) if se.code == 1045 => Ok(()),
+            Err(e) => Err(VerifyError::Mysql(e)),
+        }
     }
 
     /// The pool for a credential, and whether it is still pending: a new
