@@ -1,6 +1,7 @@
 //! The errors an answer carries in its `error` field (HTTP 200, as PlanetScale
 //! answers them): one constructor per error the shim sends there.
 use crate::errors::mysql::{sql_code, sql_message, ER_WRONG_ARGUMENTS, ER_WRONG_VALUE_FOR_VAR};
+use crate::errors::vitess;
 use crate::rows::result::{Overflow, ResultLimits};
 use crate::sessions::pins::PinError;
 use crate::sessions::seal::SealError;
@@ -17,7 +18,7 @@ pub fn rpc_error(code: Code, message: impl Into<String>) -> RpcError {
 /// A statement's MySQL error as the answer's `error` (vitess's code and message),
 /// logged without the statement.
 pub fn sql_error(se: &mysql_async::ServerError, user: &str) -> RpcError {
-    let code = sql_code(se.code);
+    let code = vitess::code(se.code, &se.message).unwrap_or_else(|| sql_code(se.code));
     crate::log!(
         Level::Info,
         "sql error",
@@ -25,7 +26,10 @@ pub fn sql_error(se: &mysql_async::ServerError, user: &str) -> RpcError {
         errno = se.code,
         code = format!("{code:?}")
     );
-    rpc_error(code, sql_message(&se.message, se.code, &se.state))
+    rpc_error(
+        code,
+        sql_message(&vitess::redacted(&se.message), se.code, &se.state),
+    )
 }
 
 /// A session whose seal does not open for these credentials.

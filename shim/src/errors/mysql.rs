@@ -231,7 +231,12 @@ pub fn connect_code(errno: u16) -> Code {
 
 /// The message vitess gives a MySQL error, which clients show as is.
 pub fn sql_message(message: &str, errno: u16, sqlstate: &str) -> String {
-    format!("{message} (errno {errno}) (sqlstate {sqlstate})")
+    let suffix = format!("(errno {errno}) (sqlstate {sqlstate})");
+    // vtgate passes a tablet's error on already worded so.
+    if message.ends_with(&suffix) {
+        return message.to_owned();
+    }
+    format!("{message} {suffix}")
 }
 
 /// A MySQL error the shim reports itself, named as vitess's `sqlerror` names it.

@@ -1,0 +1,145 @@
+//! Errors Vitess's vtgate sends over the MySQL protocol. Its own errors arrive as
+//! errno 1105 (ER_UNKNOWN_ERROR) with the vitess code in the message, in one of
+//! two forms: a `VTnnnnn:` error id (each id's family has one code, as
+//! `go/vt/vterrors/code.go` assigns them) or a tablet's gRPC status, `code = Name
+//! desc = ...`; PlanetScale answers with that code, and so does Ferry (tables below).
+//! A tablet's error also quotes the statement vtgate sent it and its bind variables
+//! (`(CallerID: u): Sql: "...", BindVars: {...}`): values a client never sees from
+//! Ferry, so that tail is cut from the message ([`redacted`]).
+use ferry_proto::vitess::vtrpc::Code;
+
+/// `VTnn...` error id families → code (`go/vt/vterrors/code.go`: every id of a family
+/// carries the same code).
+const FAMILIES: &[(&str, Code)] = &[
+    ("VT03", Code::InvalidArgument),
+    ("VT05", Code::NotFound),
+    ("VT06", Code::AlreadyExists),
+    ("VT07", Code::PermissionDenied),
+    ("VT09", Code::FailedPrecondition),
+    ("VT10", Code::Aborted),
+    ("VT12", Code::Unimplemented),
+    ("VT13", Code::Internal),
+    ("VT14", Code::Unavailable),
+];
+
+/// gRPC status names (`code = Name desc = ...`) → code.
+const STATUS: &[(&str, Code)] = &[
+    ("Canceled", Code::Canceled),
+    ("Unknown", Code::Unknown),
+    ("InvalidArgument", Code::InvalidArgument),
+    ("DeadlineExceeded", Code::DeadlineExceeded),
+    ("NotFound", Code::NotFound),
+    ("AlreadyExists", Code::AlreadyExists),
+    ("PermissionDenied", Code::PermissionDenied),
+    ("ResourceExhausted", Code::ResourceExhausted),
+    ("FailedPrecondition", Code::FailedPrecondition),
+    ("Aborted", Code::Aborted),
+    ("OutOfRange", Code::OutOfRange),
+    ("Unimplemented", Code::Unimplemented),
+    ("Internal", Code::Internal),
+    ("Unavailable", Code::Unavailable),
+    ("DataLoss", Code::DataLoss),
+    ("Unauthenticated", Code::Unauthenticated),
+];
+
+/// vtgate's own messages that carry neither form (its parser's, its planner's).
+const MESSAGES: &[(&str, Code)] = &[
+    ("syntax error at position", Code::InvalidArgument),
+    ("table ", Code::NotFound), // "table t not found"
+];
+
+/// The code of a vtgate error (errno 1105) from its message, when it names one.
+pub fn code(errno: u16, message: &str) -> Option<Code> {
+    if errno != 1105 {
+        return None;
+    }
+    let family = message.split_whitespace().find_map(|w| {
+        let id = w.trim_end_matches(':');
+        let is_id =
+            id.len() == 7 && id.starts_with("VT") && id.bytes().skip(2).all(|b| b.is_ascii_digit());
+        is_id.then(|| id.get(..4)).flatten()
+    });
+    if let Some(code) = family.and_then(|f| FAMILIES.iter().find(|(p, _)| *p == f)) {
+        return Some(code.1);
+    }
+    if let Some(rest) = message.split("code = ").nth(1) {
+        let name = rest.split_whitespace().next().unwrap_or_default();
+        if let Some((_, code)) = STATUS.iter().find(|(n, _)| *n == name) {
+            return Some(*code);
+        }
+    }
+    MESSAGES.iter().find_map(|(prefix, code)| {
+        let matches =
+            message.starts_with(prefix) && (*prefix != "table " || message.ends_with(" not found"));
+        matches.then_some(*code)
+    })
+}
+
+/// The message without the statement and bind variables a tablet's error quotes
+/// (each line of a scatter error: one per shard).
+pub fn redacted(message: &str) -> String {
+    message
+        .lines()
+        .map(|line| match line.find(" (CallerID: ") {
+            Some(at) => line.get(..at).unwrap_or(line),
+            None => match line.find(": Sql: \"") {
+                Some(at) => line.get(..at).unwrap_or(line),
+                None => line,
+            },
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As vtgate 24.0.4 sent them (scripts/vitess.sh, the mysql client).
+    const DUPLICATE: &str = r#"target: ferry.-80.primary: vttablet: rpc error: code = AlreadyExists desc = Duplicate entry '1' for key 't1.PRIMARY' (errno 1062) (sqlstate 23000) (CallerID: ferry): Sql: "insert into t1(id, v) values (:_id_0, :vtg2 /* INT64 */)", BindVars: {_id_0: "type:INT64 value:\"1\""vtg2: "type:INT64 value:\"2\""}"#;
+    const SCATTER: &str = "target: ferry.-80.primary: vttablet: rpc error: code = NotFound desc = Unknown column 'bogus' in 'where clause' (errno 1054) (sqlstate 42S22) (CallerID: ferry): Sql: \"select :vtg2 /* VARCHAR */ from t1\", BindVars: {vtg2: \"type:VARCHAR value:\\\"secret_value\\\"\"}\ntarget: ferry.80-.primary: vttablet: rpc error: code = NotFound desc = Unknown column 'bogus' in 'where clause' (errno 1054) (sqlstate 42S22) (CallerID: ferry): Sql: \"select :vtg2 /* VARCHAR */ from t1\", BindVars: {vtg2: \"type:VARCHAR value:\\\"secret_value\\\"\"}";
+
+    #[test]
+    fn codes_from_vtgate_messages() {
+        assert_eq!(
+            code(1105, "syntax error at position 6 near 'selec'"),
+            Some(Code::InvalidArgument)
+        );
+        assert_eq!(
+            code(1105, "table no_such_table not found"),
+            Some(Code::NotFound)
+        );
+        assert_eq!(
+            code(1105, "VT05006: unknown system variable '@@foo = 1'"),
+            Some(Code::NotFound)
+        );
+        assert_eq!(
+            code(1105, "VT07001: kill statement execution not permitted."),
+            Some(Code::PermissionDenied)
+        );
+        assert_eq!(
+            code(
+                1105,
+                "target: x: vttablet: rpc error: code = ResourceExhausted desc = pool full"
+            ),
+            Some(Code::ResourceExhausted)
+        );
+        // MySQL's own errnos keep their table (errors/mysql.rs); other 1105s are unknown.
+        assert_eq!(code(1062, DUPLICATE), None);
+        assert_eq!(code(1105, "something else"), None);
+        assert_eq!(code(1105, "table t was found"), None);
+    }
+
+    #[test]
+    fn no_statement_or_bind_value_is_left() {
+        let d = redacted(DUPLICATE);
+        assert!(
+            d.ends_with("for key 't1.PRIMARY' (errno 1062) (sqlstate 23000)"),
+            "{d}"
+        );
+        let s = redacted(SCATTER);
+        assert!(!s.contains("secret_value") && !s.contains("Sql:"), "{s}");
+        assert_eq!(s.lines().count(), 2);
+        assert_eq!(redacted("plain MySQL message"), "plain MySQL message");
+    }
+}
