@@ -106,7 +106,20 @@ replicas_env() {
     FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$REPLICAS_RUN_DIR/certs/session.keys" FERRY_READ_AFTER_WRITE_WAIT_MS=500
 }
 replicas_stack() { (replicas_env && "$ROOT/scripts/stack.sh" "$@"); }
-stop_all() { tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+# Vitess (scripts/vitess.sh: vttestserver on the MySQL 8 above, keyspace ferry in 2 shards,
+# vtgate checking passwords; built once into target/vitess, ~3.5 min) behind a gateway of
+# its own whose shim points at vtgate, for vitess.rs. FERRY_E2E_VITESS=0 skips it.
+VITESS_RUN_DIR="$FERRY_RUN_DIR/vitess-e2e"
+VITESS_BASE_PORT="${FERRY_E2E_VITESS_BASE_PORT:-43380}"
+VITESS_GW_PORT="${FERRY_E2E_VITESS_PORT:-18455}"
+vitess_cluster() { FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_VITESS_PORT="$VITESS_BASE_PORT" "$ROOT/scripts/vitess.sh" "$@"; }
+vitess_gateway() {
+  FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_PORT="$VITESS_GW_PORT" FERRY_ADMIN_PORT="${FERRY_E2E_VITESS_ADMIN_PORT:-19911}" \
+    FERRY_SHIM_ADDR="${FERRY_E2E_VITESS_SHIM_ADDR:-127.0.0.1:18096}" FERRY_MYSQL_HOST=127.0.0.1 \
+    FERRY_MYSQL_PORT="$((VITESS_BASE_PORT + 3))" FERRY_MYSQL_TRANSPORT=tcp FERRY_SHIM_UNIX="" \
+    FERRY_SESSION_KEYS_FILE="$VITESS_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
+}
+stop_all() { vitess_gateway down; vitess_cluster down; tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
@@ -184,6 +197,16 @@ if [ "${FERRY_E2E_MYSQL8:-1}" = 1 ]; then
       && cd "$ROOT/tests/driver" && node --test types.test.js && cd "$ROOT/tests/prisma" && node --test) || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$MYSQL8_RUN_DIR"/logs/{envoy,shim}.log || status=1
   mysql8_stack down >/dev/null
+fi
+
+# Vitess: passwords checked by vtgate, a transaction across shards, scatter reads, vtgate's
+# error codes without SQL in them, a deadline that stops the statement, session variables.
+if [ "${FERRY_E2E_VITESS:-1}" = 1 ]; then
+  (vitess_cluster up >/dev/null && vitess_gateway gateway >/dev/null \
+    && export FERRY_E2E_VITESS_GATEWAY=1 FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_PORT="$VITESS_GW_PORT" \
+    && cargo test -p ferry-e2e --test vitess) || status=$?
+  ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$VITESS_RUN_DIR"/logs/{envoy,shim}.log || status=1
+  vitess_gateway down >/dev/null; vitess_cluster down >/dev/null
 fi
 
 # Read replicas: routing by class, read-your-writes, kills and restarts (tests/e2e/tests/replicas.rs).

@@ -1,0 +1,225 @@
+//! Ferry in front of Vitess (scripts/vitess.sh: vttestserver on MySQL 8, keyspace `ferry`
+//! in 2 shards, vtgate checking passwords): scripts/e2e.sh's Vitess block runs this file
+//! with FERRY_E2E_VITESS_GATEWAY=1 against a gateway whose shim points at vtgate. The main e2e run
+//! has none: then these tests say so and pass.
+mod common;
+use common::*;
+use ferry_e2e::connect::{ConnectClient, EXECUTE};
+use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
+use ferry_proto::vitess::vtrpc::Code;
+use std::time::{Duration, Instant};
+
+fn vitess() -> bool {
+    let on = std::env::var("FERRY_E2E_VITESS_GATEWAY").is_ok_and(|v| v == "1");
+    if !on {
+        eprintln!(
+            "skipped: FERRY_E2E_VITESS_GATEWAY (the Vitess gateway, scripts/e2e.sh) is not set"
+        );
+    }
+    on
+}
+
+fn ok(r: &ExecuteResponse, what: &str) -> Session {
+    assert!(r.error.is_none(), "{what}: {:?}", r.error);
+    r.session.clone().expect("a session")
+}
+
+fn values(r: &ExecuteResponse) -> Vec<Vec<Option<String>>> {
+    r.result
+        .as_ref()
+        .expect("a result")
+        .rows
+        .iter()
+        .map(|row| {
+            ferry_e2e::rows::cells(row)
+                .into_iter()
+                .map(|c| c.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+/// A table of the sharded keyspace, rows routed by `hash(id)`.
+async fn sharded_table() -> String {
+    let t = unique("vt");
+    let r = execute(
+        Way::ConnectJsonH2,
+        &format!("CREATE TABLE {t} (id BIGINT PRIMARY KEY, v VARCHAR(40))"),
+    )
+    .await;
+    ok(&r, "CREATE TABLE");
+    let r = execute(
+        Way::ConnectJsonH2,
+        &format!("ALTER VSCHEMA ON {t} ADD VINDEX hash(id)"),
+    )
+    .await;
+    ok(&r, "ALTER VSCHEMA");
+    t
+}
+
+async fn count(t: &str) -> usize {
+    let r = execute(Way::ConnectProtoH2, &format!("SELECT COUNT(*) FROM {t}")).await;
+    ok(&r, "COUNT");
+    values(&r)[0][0]
+        .as_deref()
+        .unwrap_or("0")
+        .parse()
+        .expect("a count")
+}
+
+#[tokio::test]
+async fn vtgate_checks_the_password() {
+    if !vitess() {
+        return;
+    }
+    let r = execute(Way::ConnectJsonH2, "SELECT @@version").await;
+    ok(&r, "SELECT @@version");
+    assert!(values(&r)[0][0]
+        .as_deref()
+        .unwrap_or_default()
+        .ends_with("-Vitess"));
+    let mut wrong = cfg();
+    wrong.password = "not-the-password".into();
+    let a = ConnectClient::http2(&wrong).execute_json("SELECT 1").await;
+    assert_eq!(a.status, 401, "{:?}", String::from_utf8_lossy(&a.body));
+}
+
+#[tokio::test]
+async fn a_transaction_across_shards_commits_and_rolls_back() {
+    if !vitess() {
+        return;
+    }
+    let t = sharded_table().await;
+    let s = ok(&execute(Way::ConnectJsonH2, "BEGIN").await, "BEGIN");
+    let mut s = s;
+    for id in 1..=6 {
+        let r = execute_in(
+            Way::GrpcH2,
+            Some(&s),
+            &format!("INSERT INTO {t} (id, v) VALUES ({id}, 'r{id}')"),
+        )
+        .await;
+        s = ok(&r, "INSERT");
+    }
+    assert_eq!(count(&t).await, 0, "not committed yet");
+    ok(
+        &execute_in(Way::ConnectProtoH3, Some(&s), "COMMIT").await,
+        "COMMIT",
+    );
+    assert_eq!(count(&t).await, 6);
+    // Scatter: every shard's rows, in order.
+    let r = execute(
+        Way::ConnectJsonH2,
+        &format!("SELECT id FROM {t} ORDER BY id"),
+    )
+    .await;
+    let ids: Vec<String> = values(&r)
+        .into_iter()
+        .filter_map(|row| row[0].clone())
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
+    let s = ok(&execute(Way::ConnectJsonH2, "BEGIN").await, "BEGIN");
+    let s = ok(
+        &execute_in(
+            Way::ConnectJsonH2,
+            Some(&s),
+            &format!("INSERT INTO {t} (id, v) VALUES (7, 'r7'), (8, 'r8')"),
+        )
+        .await,
+        "INSERT",
+    );
+    ok(
+        &execute_in(Way::ConnectJsonH2, Some(&s), "ROLLBACK").await,
+        "ROLLBACK",
+    );
+    assert_eq!(count(&t).await, 6, "rolled back on every shard");
+}
+
+/// vtgate's codes, as PlanetScale answers them, and no statement or value in a message.
+#[tokio::test]
+async fn errors_carry_vitess_codes_and_no_sql() {
+    if !vitess() {
+        return;
+    }
+    let t = sharded_table().await;
+    ok(
+        &execute(
+            Way::ConnectJsonH2,
+            &format!("INSERT INTO {t} (id, v) VALUES (1, 'secret_one')"),
+        )
+        .await,
+        "INSERT",
+    );
+    for (sql, code) in [
+        ("selec 1".to_string(), Code::InvalidArgument),
+        (
+            format!("INSERT INTO {t} (id, v) VALUES (1, 'secret_two')"),
+            Code::AlreadyExists,
+        ),
+        (
+            "SELECT * FROM no_such_table_here".to_string(),
+            Code::NotFound,
+        ),
+        (
+            format!("SELECT v FROM {t} WHERE v = 'secret_three' AND bogus = 1"),
+            Code::NotFound,
+        ),
+    ] {
+        let r = execute(Way::ConnectJsonH2, &sql).await;
+        let e = r.error.unwrap_or_else(|| panic!("{sql}: an error"));
+        assert_eq!(e.code(), code, "{sql}: {}", e.message);
+        for leak in ["Sql:", "BindVars", "secret_", "CallerID"] {
+            assert!(!e.message.contains(leak), "{sql}: {}", e.message);
+        }
+    }
+}
+
+/// A deadline stops the statement in vtgate (its KILL, --allow-kill-statement).
+#[tokio::test]
+async fn a_deadline_stops_the_statement() {
+    if !vitess() {
+        return;
+    }
+    let client = ConnectClient::http2(&cfg());
+    let auth = client.cfg.basic_auth();
+    let started = Instant::now();
+    let a = client
+        .post(
+            EXECUTE,
+            &[
+                ("content-type", "application/json"),
+                ("authorization", auth.as_str()),
+                ("connect-timeout-ms", "1500"),
+            ],
+            br#"{"query": "SELECT SLEEP(30)"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(a.status, 504, "{:?}", String::from_utf8_lossy(&a.body));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    // The pool goes on: the statement was stopped, not left holding a connection.
+    let r = execute(Way::ConnectJsonH2, "SELECT 1").await;
+    ok(&r, "SELECT 1 after the deadline");
+}
+
+#[tokio::test]
+async fn session_variables_travel_through_vtgate() {
+    if !vitess() {
+        return;
+    }
+    let s = ok(
+        &execute(Way::ConnectJsonH2, "SET @vt = 'kept', time_zone = '+04:00'").await,
+        "SET",
+    );
+    for _ in 0..4 {
+        let r = execute_in(Way::GrpcH2, Some(&s), "SELECT @vt, @@time_zone").await;
+        ok(&r, "SELECT @vt");
+        assert_eq!(
+            values(&r),
+            [[Some("kept".to_owned()), Some("+04:00".to_owned())]]
+        );
+    }
+}
