@@ -131,7 +131,7 @@ fn assigned_in_expressions(tokens: &[Tok<'_>]) -> Option<Vec<String>> {
                     Some([Tok::Sym(b':'), Tok::Sym(b'=')])
                 );
                 if assigning || into {
-                    if !plain(name) {
+                    if !plain_name(name) {
                         return None; // @'quoted', or a name the shim would have to quote
                     }
                     push(&mut user, name.to_ascii_lowercase());
@@ -163,7 +163,7 @@ fn set(tokens: &[Tok<'_>]) -> Option<Assigned> {
 fn assignment(item: &[Tok<'_>], out: &mut Assigned) -> Option<()> {
     let word = |i: usize, k: &str| matches!(item.get(i), Some(Tok::Word(w)) if eq(w, k));
     match item {
-        [Tok::UserVar(name), rest @ ..] if plain(name) && assigns(rest) => {
+        [Tok::UserVar(name), rest @ ..] if plain_name(name) && assigns(rest) => {
             push(&mut out.user, name.to_ascii_lowercase());
         }
         [Tok::SysVar(name), rest @ ..] if assigns(rest) => {
@@ -202,7 +202,7 @@ fn assignment(item: &[Tok<'_>], out: &mut Assigned) -> Option<()> {
 
 /// A user variable name the shim can write back unquoted: ASCII letters, digits,
 /// `_`, `$`, `.` (what `@name` is read as), up to 64 characters (MySQL's limit).
-fn plain(name: &str) -> bool {
+pub fn plain_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name

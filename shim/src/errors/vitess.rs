@@ -42,10 +42,11 @@ const STATUS: &[(&str, Code)] = &[
     ("Unauthenticated", Code::Unauthenticated),
 ];
 
-/// vtgate's own messages that carry neither form (its parser's, its planner's).
-const MESSAGES: &[(&str, Code)] = &[
-    ("syntax error at position", Code::InvalidArgument),
-    ("table ", Code::NotFound), // "table t not found"
+/// vtgate's own messages that carry neither form (its parser's, its planner's): how
+/// they start and end.
+const MESSAGES: &[(&str, &str, Code)] = &[
+    ("syntax error at position", "", Code::InvalidArgument),
+    ("table ", " not found", Code::NotFound),
 ];
 
 /// The code of a vtgate error (errno 1105) from its message, when it names one.
@@ -68,11 +69,10 @@ pub fn code(errno: u16, message: &str) -> Option<Code> {
             return Some(*code);
         }
     }
-    MESSAGES.iter().find_map(|(prefix, code)| {
-        let matches =
-            message.starts_with(prefix) && (*prefix != "table " || message.ends_with(" not found"));
-        matches.then_some(*code)
-    })
+    MESSAGES
+        .iter()
+        .find(|(starts, ends, _)| message.starts_with(starts) && message.ends_with(ends))
+        .map(|(_, _, code)| *code)
 }
 
 /// The message without the statement and bind variables a tablet's error quotes

@@ -20,12 +20,19 @@ pub enum Counter {
 /// (`AS x`, `x`, quoted): the counter and the column's name (the alias, or the
 /// expression as written, as the server names it).
 pub fn standalone(sql: &str) -> Option<(Counter, String)> {
+    // The longest form is `SELECT f ( ) AS alias`. Every unpinned statement is asked,
+    // so a text that cannot be one (another first word, more tokens) is read no further.
+    const MOST_TOKENS: usize = 6;
     let mut lexer = Lexer::new(sql);
     let mut toks = Vec::new();
     let mut quoted = Vec::new();
     while let Some(tok) = lexer.next() {
         if tok == Tok::Sym(b';') {
             break;
+        }
+        let select = matches!(tok, Tok::Word(w) if w.eq_ignore_ascii_case("SELECT"));
+        if toks.len() == MOST_TOKENS || (toks.is_empty() && !select) {
+            return None;
         }
         quoted.push(lexer.quoted_value());
         toks.push(tok);

@@ -15,7 +15,7 @@ use crate::sessions::gtid::Flavour;
 use crate::settings::{Setting, Vars};
 use ferry_proto::vitess::query::{BindVariable, Type};
 use ferry_proto::vitess::vtgate;
-use ferry_wire::session_state::{system_variable, Assigned};
+use ferry_wire::session_state::{plain_name, system_variable, Assigned};
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::{Column, Value};
 
@@ -69,7 +69,7 @@ pub fn apply_sql(session: &vtgate::Session, flavour: Flavour) -> Option<String> 
     let mut user: Vec<_> = session.user_defined_variables.iter().collect();
     user.sort_by(|a, b| a.0.cmp(b.0));
     for (name, value) in user {
-        if let Some(literal) = user_literal(value).filter(|_| plain(name)) {
+        if let Some(literal) = user_literal(value).filter(|_| plain_name(name)) {
             items.push(format!("@{name} = {literal}"));
         }
     }
@@ -155,13 +155,6 @@ fn server_name(var: &ferry_wire::session_state::SystemVariable, flavour: Flavour
         (Flavour::MariaDb, Some(name)) => name,
         _ => var.name,
     }
-}
-
-fn plain(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'.'))
 }
 
 /// A user variable as vitess types it, from `SELECT @v, HEX(@v), HEX(CONVERT(@v USING utf8mb4))`.
@@ -255,13 +248,12 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02X}")).collect()
 }
 
+/// The bytes of the server's `HEX()` text.
 fn unhex(text: &[u8]) -> Vec<u8> {
-    text.chunks(2)
-        .filter_map(|pair| {
-            let s = std::str::from_utf8(pair).ok()?;
-            u8::from_str_radix(s, 16).ok()
-        })
-        .collect()
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(crate::sessions::seal::unhex)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

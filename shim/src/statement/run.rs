@@ -72,7 +72,7 @@ pub async fn run(
         capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
         // Without a pin the session keeps FOUND_ROWS() (sessions/counters.rs); the
         // total a SQL_CALC_FOUND_ROWS counted is only the server's to tell.
-        found_rows: pooled && calc_found_rows(&sql),
+        found_rows: pooled,
     };
     let applied = around.apply.is_some();
     let started = Instant::now();
@@ -162,7 +162,8 @@ struct Around {
     apply: Option<String>,
     /// The query that reads back what the statement assigned, after it.
     capture: Option<String>,
-    /// Read `FOUND_ROWS()` after it (`SQL_CALC_FOUND_ROWS`).
+    /// Read `FOUND_ROWS()` after it, if it returned rows and asked the server to count
+    /// them all (`SQL_CALC_FOUND_ROWS`).
     found_rows: bool,
 }
 
@@ -306,7 +307,9 @@ async fn until_stopped(
         let outcome = run_statement(conn, sql, params, describer, sink).await?;
         let status = txn_status(conn).await?;
         let done = matches!(outcome, Finished::Done(..));
-        let found_rows = match around.found_rows && done {
+        // The text is read for it only after a statement that returned rows.
+        let rows = matches!(&outcome, Finished::Done(qr, _) if !qr.fields.is_empty());
+        let found_rows = match around.found_rows && rows && calc_found_rows(sql) {
             true => conn.query_first::<u64, _>("SELECT FOUND_ROWS()").await?,
             false => None,
         };
