@@ -49,10 +49,15 @@ const MESSAGES: &[(&str, &str, Code)] = &[
     ("table ", " not found", Code::NotFound),
 ];
 
-/// The code of a vtgate error (errno 1105) from its message, when it names one.
+/// How vtgate quotes a tablet's gRPC status, whatever errno it chose for it (1317
+/// for vttablet's `Row count exceeded`, whose code is `Aborted`).
+const TABLET_STATUS: &str = "vttablet: rpc error: code = ";
+
+/// The code of a vtgate error from its message, when it names one: any form for
+/// errno 1105, a tablet's gRPC status for any errno.
 pub fn code(errno: u16, message: &str) -> Option<Code> {
     if errno != 1105 {
-        return None;
+        return status(message.split(TABLET_STATUS).nth(1)?);
     }
     let family = message.split_whitespace().find_map(|w| {
         let id = w.trim_end_matches(':');
@@ -63,16 +68,22 @@ pub fn code(errno: u16, message: &str) -> Option<Code> {
     if let Some(code) = family.and_then(|f| FAMILIES.iter().find(|(p, _)| *p == f)) {
         return Some(code.1);
     }
-    if let Some(rest) = message.split("code = ").nth(1) {
-        let name = rest.split_whitespace().next().unwrap_or_default();
-        if let Some((_, code)) = STATUS.iter().find(|(n, _)| *n == name) {
-            return Some(*code);
-        }
+    if let Some(code) = message.split("code = ").nth(1).and_then(status) {
+        return Some(code);
     }
     MESSAGES
         .iter()
         .find(|(starts, ends, _)| message.starts_with(starts) && message.ends_with(ends))
         .map(|(_, _, code)| *code)
+}
+
+/// The code a gRPC status name starting `rest` names.
+fn status(rest: &str) -> Option<Code> {
+    let name = rest.split_whitespace().next()?;
+    STATUS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, code)| *code)
 }
 
 /// The message without the statement and bind variables a tablet's error quotes
@@ -124,8 +135,16 @@ mod tests {
             ),
             Some(Code::ResourceExhausted)
         );
-        // MySQL's own errnos keep their table (errors/mysql.rs); other 1105s are unknown.
-        assert_eq!(code(1062, DUPLICATE), None);
+        // Another errno: the tablet's status when it is quoted (vtgate 24.0.4 sends
+        // vttablet's row limit as 1317), else MySQL's own table (errors/mysql.rs).
+        assert_eq!(code(1062, DUPLICATE), Some(Code::AlreadyExists));
+        assert_eq!(
+            code(1317, "target: ferry.-80.primary: vttablet: rpc error: code = Aborted desc = Row count exceeded 10000 (errno 1317) (sqlstate 70100)"),
+            Some(Code::Aborted)
+        );
+        assert_eq!(code(1062, "Duplicate entry '1' for key 'PRIMARY'"), None);
+        assert_eq!(code(1317, "code = Aborted"), None);
+        // Other 1105s are unknown.
         assert_eq!(code(1105, "something else"), None);
         assert_eq!(code(1105, "table t was found"), None);
     }

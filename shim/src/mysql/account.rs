@@ -208,6 +208,7 @@ impl AccountPolicy {
         &self,
         conn: &mut Conn,
         creds: &Credentials,
+        vitess: bool,
     ) -> Result<Served, VerifyError> {
         if !self.verify_account {
             return Ok(Served::Checked);
@@ -226,7 +227,7 @@ impl AccountPolicy {
         let account = account.unwrap_or_default();
         self.check_account(&account, creds)
             .map_err(VerifyError::Refused)?;
-        if self.is_vitess(conn).await.map_err(sql_refusal)? {
+        if vitess {
             return Ok(Served::ByVitess);
         }
         // Bytes, not a String: MySQL 8 shows an account that may read mysql.user
@@ -264,7 +265,7 @@ impl AccountPolicy {
 
     /// Whether this connection is vtgate's (Vitess): `FERRY_MYSQL_KIND`, or with
     /// `auto` the `-Vitess` suffix of the version vtgate announces.
-    async fn is_vitess(&self, conn: &mut Conn) -> Result<bool, mysql_async::Error> {
+    pub async fn is_vitess(&self, conn: &mut Conn) -> Result<bool, mysql_async::Error> {
         Ok(match self.kind {
             Kind::Mysql => false,
             Kind::Vitess => true,

@@ -23,7 +23,7 @@
 use crate::connect::error::ConnectError;
 use crate::credentials::{constant_time_eq, Credentials};
 use crate::errors::mysql::connect_code;
-use crate::mysql::account::{AccountPolicy, Refusal, Served, VerifyError, AUTH_FAILED};
+use crate::mysql::account::{AccountPolicy, Kind, Refusal, Served, VerifyError, AUTH_FAILED};
 use crate::mysql::pool_metrics::{PoolMetrics, NEW_CREDENTIAL};
 use crate::mysql::target::MysqlTarget;
 use crate::mysql::tls::{MysqlTls, TlsMode};
@@ -33,6 +33,7 @@ use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -72,6 +73,9 @@ pub struct Pools {
     /// Random per process: the hashes mean nothing outside it.
     hasher: RandomState,
     state: Mutex<State>,
+    /// The server is Vitess's vtgate (FERRY_MYSQL_KIND, or seen on the first connection
+    /// of each new credential): see [`Pools::is_vitess`].
+    vitess: AtomicBool,
     /// Wait times, timeouts and connect errors (telemetry/metrics.rs).
     pub metrics: PoolMetrics,
 }
@@ -91,8 +95,19 @@ impl Pools {
             policy: cfg.account.clone(),
             hasher: RandomState::new(),
             state: Mutex::new(State::default()),
+            vitess: AtomicBool::new(cfg.account.kind == Kind::Vitess),
             metrics: PoolMetrics::default(),
         }
+    }
+
+    /// Whether the server is Vitess's vtgate. Known before any statement runs (a
+    /// credential is served only after its first connection was seen). vtgate's
+    /// COM_RESET_CONNECTION ends transactions and reserved connections but keeps
+    /// the session's user variables, system settings and workload (vitess 24.0.4,
+    /// `vtgateHandler.ComResetConnection`), so on Vitess a connection that may
+    /// carry state is closed instead of reset (statement/source.rs).
+    pub fn is_vitess(&self) -> bool {
+        self.vitess.load(Ordering::Relaxed)
     }
 
     /// Each admitted pool's user and its connection counts, for /metrics.
@@ -233,7 +248,15 @@ impl Pools {
     /// The account checks of a new credential (mysql/account.rs); on Vitess, also that
     /// vtgate refuses this user with a wrong password, so that its login proves one.
     async fn verify(&self, conn: &mut Conn, creds: &Credentials) -> Result<(), VerifyError> {
-        if self.policy.verify(conn, creds).await? == Served::Checked {
+        let vitess = self
+            .policy
+            .is_vitess(conn)
+            .await
+            .map_err(VerifyError::Mysql)?;
+        if vitess {
+            self.vitess.store(true, Ordering::Relaxed);
+        }
+        if self.policy.verify(conn, creds, vitess).await? == Served::Checked {
             return Ok(());
         }
         let wrong = Credentials {

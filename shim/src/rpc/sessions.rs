@@ -7,7 +7,7 @@ use crate::connect::error::ConnectError;
 use crate::connect::response::ShimBody;
 use crate::credentials::Credentials;
 use crate::errors::answers::seal_error;
-use crate::sessions::pins::{retire, Ended};
+use crate::sessions::pins::Ended;
 use crate::sessions::seal::random;
 use crate::statement::{fresh_vitess, SessionOut};
 use ferry_proto::psdb::v1alpha1::{
@@ -70,11 +70,7 @@ async fn close_session(
     match token {
         Some(t) if t.pinned => {
             if let Some(pin) = app.pins.get(&t.id) {
-                let mut state = pin.state.lock().await;
-                if let Some(conn) = state.conn.take() {
-                    retire(conn, state.sticky);
-                }
-                drop(state);
+                pin.state.lock().await.release();
                 app.pins.end(&t.id, Ended::Released);
             }
         }

@@ -28,6 +28,18 @@ pub struct PinState {
     /// A transaction is open (from the server status flags).
     pub in_transaction: bool,
     pub lost: Option<String>,
+    /// COM_RESET_CONNECTION would not clear what the connection may carry (Vitess:
+    /// mysql/pool.rs `Pools::is_vitess`): it is closed when the pin ends.
+    pub unresettable: bool,
+}
+
+impl PinState {
+    /// Takes the connection out of the pin and lets it go (`retire`).
+    pub fn release(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            retire(conn, self.sticky || self.unresettable);
+        }
+    }
 }
 
 pub struct Pin {
@@ -166,9 +178,7 @@ impl Pins {
                     limit.as_secs()
                 )
             };
-            if let Some(conn) = state.conn.take() {
-                retire(conn, state.sticky);
-            }
+            state.release();
             state.lost = Some(why.clone());
             drop(state);
             crate::log!(
@@ -200,12 +210,13 @@ impl Drop for Queued<'_> {
     }
 }
 
-/// A connection leaving its pin. Without session state it goes back to the
+/// A connection leaving a pin or a statement. Unless `close`, it goes back to the
 /// pool, armed for COM_RESET_CONNECTION (which rolls back a transaction). With
-/// session state it is closed: the reset does not undo everything (`USE`
-/// keeps its database), and a pooled connection must come back as it left.
-pub fn retire(mut conn: Conn, sticky: bool) {
-    if sticky {
+/// `close` (session state the reset does not undo: `USE` keeps its database on
+/// MySQL, and on Vitess the reset keeps variables and settings) it is closed: a
+/// pooled connection must come back as it left.
+pub fn retire(mut conn: Conn, close: bool) {
+    if close {
         tokio::spawn(async move {
             let _ = conn.disconnect().await;
         });
@@ -277,6 +288,7 @@ mod tests {
             sticky: false,
             in_transaction: true,
             lost: None,
+            unresettable: false,
         }
     }
 

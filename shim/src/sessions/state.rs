@@ -13,6 +13,7 @@
 //! its collation becomes utf8mb4's default (vitess keeps no collation either).
 use crate::sessions::gtid::Flavour;
 use crate::settings::{Setting, Vars};
+use ferry_proto::vitess::query::execute_options::Workload;
 use ferry_proto::vitess::query::{BindVariable, Type};
 use ferry_proto::vitess::vtgate;
 use ferry_wire::session_state::{plain_name, system_variable, Assigned};
@@ -42,18 +43,31 @@ impl StateSettings {
     }
 }
 
-/// Whether the session carries any state to set on a connection.
-pub fn carried(session: &vtgate::Session) -> bool {
-    !session.user_defined_variables.is_empty() || !session.system_variables.is_empty()
+/// The workload to set on vtgate for a statement of the session: the session's
+/// (`SET workload`, which the shim answers: sessions/olap.rs), or OLAP for a
+/// `stream`: over the MySQL protocol vtgate streams a result only in OLAP mode,
+/// and without streaming vttablet stops at its row limit (10,000 rows by default),
+/// where psdb's StreamExecute, vtgate's own, streams whatever the workload.
+pub fn vtgate_workload(session: &vtgate::Session, stream: bool) -> Workload {
+    match session.options.as_ref().map(|o| o.workload()) {
+        _ if stream => Workload::Olap,
+        Some(w) => w,
+        None => Workload::Unspecified,
+    }
 }
 
-/// The `SET` that gives a fresh connection the session's state, system
-/// variables first (in name order), then user variables.
-pub fn apply_sql(session: &vtgate::Session, flavour: Flavour) -> Option<String> {
-    if !carried(session) {
-        return None;
-    }
+/// The `SET` that gives a fresh connection the session's state: on Vitess the
+/// `workload` first (`Some`, from [`vtgate_workload`]) unless it is vtgate's
+/// default, OLTP; then system variables (in name order), then user variables.
+pub fn apply_sql(
+    session: &vtgate::Session,
+    flavour: Flavour,
+    workload: Option<Workload>,
+) -> Option<String> {
     let mut items = Vec::new();
+    if let Some(w @ (Workload::Olap | Workload::Dba)) = workload {
+        items.push(format!("workload = '{}'", w.as_str_name()));
+    }
     let mut system: Vec<_> = session.system_variables.iter().collect();
     system.sort();
     for (name, literal) in system {
@@ -73,7 +87,7 @@ pub fn apply_sql(session: &vtgate::Session, flavour: Flavour) -> Option<String> 
             items.push(format!("@{name} = {literal}"));
         }
     }
-    Some(format!("SET {}", items.join(", ")))
+    (!items.is_empty()).then(|| format!("SET {}", items.join(", ")))
 }
 
 /// The query that reads what `assigned` names: three columns per user variable
@@ -316,7 +330,7 @@ mod tests {
     #[test]
     fn the_set_names_each_server_its_way() {
         let mut s = vtgate::Session::default();
-        assert_eq!(apply_sql(&s, Flavour::Mysql), None);
+        assert_eq!(apply_sql(&s, Flavour::Mysql, None), None);
         s.system_variables
             .insert("max_execution_time".into(), "100".into());
         s.system_variables
@@ -328,12 +342,30 @@ mod tests {
         // A name outside the table is never written, whatever the session says.
         s.system_variables.insert("sql_log_bin".into(), "0".into());
         assert_eq!(
-            apply_sql(&s, Flavour::MariaDb).unwrap(),
+            apply_sql(&s, Flavour::MariaDb, None).unwrap(),
             "SET @@session.max_statement_time = 100, @@session.time_zone = _utf8mb4 X'2B30353A3030', @a = NULL, @b = CAST(2 AS SIGNED)"
         );
-        assert!(apply_sql(&s, Flavour::Mysql)
+        assert!(apply_sql(&s, Flavour::Mysql, None)
             .unwrap()
             .starts_with("SET @@session.max_execution_time = 100"));
+        // On Vitess, an OLAP session's workload goes first; OLTP is vtgate's default.
+        s.options.get_or_insert_with(Default::default).workload = Workload::Olap as i32;
+        let olap = Some(vtgate_workload(&s, false));
+        assert!(apply_sql(&s, Flavour::Mysql, olap)
+            .unwrap()
+            .starts_with("SET workload = 'OLAP', @@session.max_execution_time = 100"));
+        let plain = vtgate::Session::default();
+        assert_eq!(
+            apply_sql(&plain, Flavour::Mysql, Some(Workload::Oltp)),
+            None
+        );
+        // A stream is OLAP on Vitess whatever the session's workload.
+        let stream = Some(vtgate_workload(&plain, true));
+        assert_eq!(
+            apply_sql(&plain, Flavour::Mysql, stream).as_deref(),
+            Some("SET workload = 'OLAP'")
+        );
+        assert_eq!(apply_sql(&plain, Flavour::Mysql, None), None);
     }
 
     #[test]

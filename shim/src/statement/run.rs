@@ -61,13 +61,18 @@ pub async fn run(
         return source.failed(&out, &sql, None).map(Answer::from);
     };
     let flavour = Flavour::of(conn.server_version());
+    // On Vitess, vtgate's workload (sessions/state.rs): OLAP for a stream.
+    let workload = app
+        .pools
+        .is_vitess()
+        .then(|| state::vtgate_workload(&out.base, matches!(sink, Sink::Chunks(_))));
     let around = Around {
         // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
         // session's own (sealed) value is what a direct connection would give.
         last_insert_id: pooled.then_some(out.base.last_insert_id),
         // So are its variables and settings (a pin has kept its own).
         apply: pooled
-            .then(|| state::apply_sql(&out.base, flavour))
+            .then(|| state::apply_sql(&out.base, flavour, workload))
             .flatten(),
         capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
         // Without a pin the session keeps FOUND_ROWS() (sessions/counters.rs); the

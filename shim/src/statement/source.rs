@@ -92,7 +92,10 @@ impl Source {
     ) -> Result<ExecuteResponse, ConnectError> {
         let creds = out.creds;
         match self {
-            Source::Pooled { .. } => {
+            Source::Pooled { conn, .. } => {
+                // A broken connection is discarded by the pool; one that got a server
+                // error back is reset, or closed where a reset is not enough (Vitess).
+                retire(conn, out.app.pools.is_vitess());
                 let e = e.map_or_else(|| "it is gone".to_owned(), ToString::to_string);
                 crate::log!(
                     Level::Error,
@@ -161,9 +164,7 @@ impl Source {
                 }
                 .holds_a_pin();
                 if !keep {
-                    if let Some(conn) = state.conn.take() {
-                        retire(conn, false);
-                    }
+                    state.release();
                     drop(state);
                     app.pins.end(&token.id, Ended::Released);
                 }
@@ -175,8 +176,7 @@ impl Source {
                     // A statement that did not look like it (a procedure) left a
                     // transaction: pin it if allowed, else roll it back, and say so.
                     if let Err(e) = app.pins.admit(&creds.user) {
-                        conn.reset_connection(true);
-                        drop(conn);
+                        retire(conn, app.pools.is_vitess());
                         let mut error = pin_error(&e);
                         error.message = format!(
                             "the statement left a transaction open, which was rolled back: {}",
@@ -200,6 +200,7 @@ impl Source {
                             sticky: left.sticky,
                             in_transaction: left.in_txn,
                             lost: None,
+                            unresettable: app.pools.is_vitess(),
                         },
                     );
                     crate::log!(
@@ -208,6 +209,9 @@ impl Source {
                         user = creds.user,
                         statement = first_keyword(sql)
                     );
+                } else if dirty && app.pools.is_vitess() {
+                    // vtgate's reset keeps variables and settings (mysql/pool.rs).
+                    retire(conn, true);
                 } else {
                     // Disarm the reset only when nothing can have been left behind.
                     conn.reset_connection(dirty);

@@ -4,9 +4,12 @@
 //! has none: then these tests say so and pass.
 mod common;
 use common::*;
+use ferry_compress::Encoding;
 use ferry_e2e::connect::{ConnectClient, EXECUTE};
-use ferry_proto::psdb::v1alpha1::{ExecuteResponse, Session};
+use ferry_e2e::framed::{Protocol, Shape, Transport, STREAM_EXECUTE};
+use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
 use ferry_proto::vitess::vtrpc::Code;
+use prost::Message;
 use std::time::{Duration, Instant};
 
 fn vitess() -> bool {
@@ -221,5 +224,147 @@ async fn session_variables_travel_through_vtgate() {
             values(&r),
             [[Some("kept".to_owned()), Some("+04:00".to_owned())]]
         );
+    }
+}
+
+/// vttablet's row limit for a result that is not streamed (its default, 10,000).
+const ROW_LIMIT: usize = 10_000;
+
+/// A sharded table of `rows` rows (ids 1..=rows), filled 5,000 at a time.
+async fn big_table(rows: usize) -> String {
+    let t = sharded_table().await;
+    for start in (1..=rows).step_by(5_000) {
+        let end = (start + 4_999).min(rows);
+        let values: Vec<String> = (start..=end).map(|i| format!("({i}, 'v{i}')")).collect();
+        let r = execute(
+            Way::ConnectProtoH2,
+            &format!("INSERT INTO {t} (id, v) VALUES {}", values.join(", ")),
+        )
+        .await;
+        ok(&r, "INSERT");
+    }
+    t
+}
+
+/// StreamExecute in Connect proto over HTTP/2: every message, or the first error.
+async fn stream(session: Option<&Session>, query: &str) -> Result<Vec<ExecuteResponse>, String> {
+    let shape = Shape {
+        protocol: Protocol::ConnectStream,
+        json: false,
+        transport: Transport::H2,
+        send: Encoding::Identity,
+        accept: None,
+    };
+    let body = ExecuteRequest {
+        query: query.to_owned(),
+        session: session.cloned(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let outcome = shape.call(&cfg(), STREAM_EXECUTE, &body).await;
+    assert_eq!(outcome.answer.status, 200);
+    let messages: Vec<ExecuteResponse> = outcome
+        .messages
+        .iter()
+        .filter(|(flags, _)| flags & 2 == 0)
+        .map(|(_, m)| ExecuteResponse::decode(&m[..]).expect("a message"))
+        .collect();
+    if let Some(e) = messages.iter().find_map(|m| m.error.as_ref()) {
+        return Err(format!("{:?}: {}", e.code(), e.message));
+    }
+    if outcome.end != Some(serde_json::json!({})) {
+        return Err(format!("ended with {:?}", outcome.end));
+    }
+    Ok(messages)
+}
+
+fn rows_in(messages: &[ExecuteResponse]) -> usize {
+    messages
+        .iter()
+        .filter_map(|m| m.result.as_ref())
+        .map(|r| r.rows.len())
+        .sum()
+}
+
+#[tokio::test]
+async fn olap_passes_the_row_limit_and_streams_always_do() {
+    if !vitess() {
+        return;
+    }
+    let n = 50_000;
+    let t = big_table(n).await;
+    let all = format!("SELECT id, v FROM {t}");
+    // OLTP (vtgate's default): vttablet stops a result past its limit, and the error
+    // carries the tablet's code (ABORTED), as vtgate's own API would.
+    let r = execute(Way::ConnectProtoH2, &all).await;
+    let e = r.error.expect("the row limit");
+    assert_eq!(e.code(), Code::Aborted, "{}", e.message);
+    assert!(e.message.contains("Row count exceeded"), "{}", e.message);
+    // After SET workload = 'olap' (answered by the gateway, which says so in the
+    // session), the workload reaches vtgate: Execute gets every row.
+    let olap = ok(
+        &execute(Way::ConnectJsonH2, "SET workload = 'olap'").await,
+        "SET workload",
+    );
+    let r = execute_in(Way::ConnectProtoH2, Some(&olap), &all).await;
+    ok(&r, "OLAP Execute");
+    assert_eq!(r.result.as_ref().map(|q| q.rows.len()), Some(n));
+    // StreamExecute streams past the limit with or without the switch, as psdb's does.
+    for session in [None, Some(&olap)] {
+        let messages = stream(session, &all).await.expect("the stream");
+        assert!(messages.len() > 2, "chunked");
+        assert_eq!(rows_in(&messages), n);
+    }
+    // The stream's workload stayed with it: the next OLTP Execute meets the limit again.
+    let r = execute(Way::ConnectProtoH2, &all).await;
+    assert_eq!(r.error.map(|e| e.code()), Some(Code::Aborted));
+    let r = execute(
+        Way::ConnectProtoH2,
+        &format!("SELECT id FROM {t} LIMIT {ROW_LIMIT}"),
+    )
+    .await;
+    ok(&r, "a result at the limit");
+}
+
+/// vtgate's COM_RESET_CONNECTION keeps a connection's user variables, settings and
+/// workload (vitess 24.0.4): a pooled connection that carried a session's state must
+/// never serve another session as it is.
+#[tokio::test]
+async fn no_state_reaches_another_session() {
+    if !vitess() {
+        return;
+    }
+    for way in [Way::ConnectJsonH2, Way::GrpcH2] {
+        let s = ok(
+            &execute(way, "SET @leak = 'mine', time_zone = '+03:00'").await,
+            "SET",
+        );
+        let olap = ok(
+            &execute_in(way, Some(&s), "SET workload = 'olap'").await,
+            "SET workload",
+        );
+        // The session itself reads them on any connection ...
+        let r = execute_in(way, Some(&olap), "SELECT @leak, @@time_zone").await;
+        assert_eq!(
+            values(&r),
+            [[Some("mine".to_owned()), Some("+03:00".to_owned())]]
+        );
+        // ... and no other session ever does, whichever connection it gets.
+        for _ in 0..12 {
+            let r = execute(way, "SELECT @leak, @@time_zone, @@workload").await;
+            ok(&r, "SELECT in a fresh session");
+            let row = &values(&r)[0];
+            assert_eq!(row[0], None, "another session's variable");
+            assert_ne!(
+                row[1].as_deref(),
+                Some("+03:00"),
+                "another session's setting"
+            );
+            assert_ne!(
+                row[2].as_deref().map(str::to_ascii_uppercase).as_deref(),
+                Some("OLAP"),
+                "another session's workload"
+            );
+        }
     }
 }
