@@ -10,6 +10,9 @@
 # FERRY_MYSQL_FLAVOR=mysql8: MySQL 8.0.33 instead of MariaDB (installed under
 # $FERRY_MYSQL8_HOME by scripts/install-mysql8.sh on first use); its client is
 # $FERRY_MYSQL8_HOME/bin/mysql.
+# FERRY_MYSQL_FLAVOR=vitess: a local Vitess cluster instead (scripts/vitess.sh: vttestserver
+# on MySQL 8, keyspace ferry in 2 shards, vtgate checking passwords; its FERRY_VITESS_*
+# settings), the shim pointed at vtgate's MySQL port over TCP. `down` stops it too.
 # FERRY_REPLICAS=1 (MariaDB only): the primary writes a binary log (GTIDs), and a second
 # MariaDB (data $FERRY_RUN_DIR/mysql-replica, port FERRY_REPLICA_MYSQL_PORT, socket
 # FERRY_REPLICA_MYSQL_SOCKET, read_only) replicates it with GTIDs (master_use_gtid=slave_pos);
@@ -57,7 +60,11 @@ case "$FERRY_REPLICAS" in 0) ;; 1) [ "$FERRY_MYSQL_FLAVOR" = mariadb ] && [ "$FE
 case "$FERRY_MYSQL_FLAVOR" in
   mariadb) CLIENT=mariadb ADMIN=mariadb-admin ;;
   mysql8) CLIENT="$FERRY_MYSQL8_HOME/bin/mysql" ADMIN="$FERRY_MYSQL8_HOME/bin/mysqladmin" ;;
-  *) echo "FERRY_MYSQL_FLAVOR must be mariadb or mysql8" >&2; exit 2 ;;
+  vitess) # The shim talks to vtgate (scripts/vitess.sh's defaults: 127.0.0.1:43393).
+    FERRY_MYSQL_TRANSPORT=tcp FERRY_MYSQL_HOST="${FERRY_VITESS_HOST:-127.0.0.1}"
+    FERRY_MYSQL_PORT="${FERRY_VITESS_MYSQL_PORT:-$((${FERRY_VITESS_PORT:-43390} + 3))}"
+    export FERRY_MYSQL_TRANSPORT FERRY_MYSQL_HOST FERRY_MYSQL_PORT ;;
+  *) echo "FERRY_MYSQL_FLAVOR must be mariadb, mysql8 or vitess" >&2; exit 2 ;;
 esac
 sql_root() { "$CLIENT" --defaults-file="$ROOT_CNF" --socket="$FERRY_MYSQL_SOCKET" "$@"; }
 
@@ -100,7 +107,9 @@ mysql8_start() {
 }
 
 mysql_up() {
-  if [ "$FERRY_MYSQL_FLAVOR" = mysql8 ]; then
+  if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then
+    "$(dirname "$0")/vitess.sh" up; return
+  elif [ "$FERRY_MYSQL_FLAVOR" = mysql8 ]; then
     mysql8_init
     mysql8_start
   else
@@ -322,8 +331,10 @@ HINT
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
-  down) stop envoy; stop wasm-server; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql ;;
-  status) for n in mysql $([ "$FERRY_REPLICAS" = 1 ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
+  down) stop envoy; stop wasm-server; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql
+    if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" down; fi ;;
+  status) if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" status || true; fi
+    for n in $([ "$FERRY_MYSQL_FLAVOR" = vitess ] || echo mysql) $([ "$FERRY_REPLICAS" = 1 ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
       $([ "$FERRY_REPLICAS" = 1 ] && echo shim-replica) envoy; do
       running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
   # Single parts, for tests that stop and restart one of them (e.g. tests/e2e/tests/replicas.rs):
