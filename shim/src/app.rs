@@ -9,6 +9,7 @@ use crate::rows::sink::ChunkPolicy;
 use crate::rows::spill::SpillPolicy;
 use crate::sessions::pins::Pins;
 use crate::sessions::seal::Sealer;
+use crate::sessions::settings_pool::SettingsPool;
 use crate::sessions::state::StateSettings;
 use crate::telemetry::metrics::Metrics;
 use crate::telemetry::trace::Tracing;
@@ -18,6 +19,8 @@ use std::time::Duration;
 pub struct App {
     pub pools: Pools,
     pub pins: Pins,
+    /// Connections kept with a session's state on them (sessions/settings_pool.rs).
+    pub kept: SettingsPool,
     pub sealer: Sealer,
     /// How much state a session may carry (sessions/state.rs).
     pub state: StateSettings,
@@ -53,6 +56,7 @@ impl App {
             read_after_write_wait: cfg.gtid.wait,
             pools,
             pins: Pins::new(&cfg.pins),
+            kept: SettingsPool::new(&cfg.settings_pool),
             sealer,
             state: cfg.state,
             instance: crate::sessions::seal::random(),

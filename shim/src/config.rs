@@ -4,7 +4,7 @@
 //! [`SECTIONS`] is every setting the shim reads, in the order of
 //! docs/reference/settings.md, which a test checks against it.
 use crate::http::settings::{self as listen, ListenSettings};
-use crate::mysql::pool::{self, PoolSettings};
+use crate::mysql::pool_settings::{self as pool, PoolSettings};
 use crate::mysql::role::{self, Role};
 use crate::mysql::{account, target};
 use crate::rows::result::{self, ResultLimits};
@@ -13,6 +13,7 @@ use crate::rows::spill::{self, SpillPolicy};
 use crate::sessions::gtid::{self, GtidSettings};
 use crate::sessions::pins::{self, PinSettings};
 use crate::sessions::seal::{self, SealSettings};
+use crate::sessions::settings_pool::{self, SettingsPoolSettings};
 use crate::sessions::state::{self, StateSettings};
 use crate::settings::{Setting, Vars};
 use crate::telemetry::log::{self, Level};
@@ -31,6 +32,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("Sessions", seal::SETTINGS),
     ("Pins", pins::SETTINGS),
     ("Session state", state::SETTINGS),
+    ("Settings pool", settings_pool::SETTINGS),
     ("Role and read-your-writes", role::SETTINGS),
     ("Read-your-writes", gtid::SETTINGS),
     ("Results", result::SETTINGS),
@@ -49,6 +51,7 @@ pub struct Config {
     pub seal: SealSettings,
     pub pins: PinSettings,
     pub state: StateSettings,
+    pub settings_pool: SettingsPoolSettings,
     pub role: Role,
     pub gtid: GtidSettings,
     pub result_limits: ResultLimits,
@@ -76,6 +79,7 @@ impl Config {
             seal: SealSettings::from_vars(&vars)?,
             pins: PinSettings::from_vars(&vars, pool.pool_max)?,
             state: StateSettings::from_vars(&vars)?,
+            settings_pool: SettingsPoolSettings::from_vars(&vars, pool.pool_max)?,
             pool,
             role: Role::from_vars(&vars)?,
             gtid: GtidSettings::from_vars(&vars)?,

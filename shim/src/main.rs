@@ -113,6 +113,7 @@ async fn run(cfg: Config) -> Result<(), String> {
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 app.pins.sweep();
+                app.kept.sweep(app.pools.is_vitess());
             }
         }
     });

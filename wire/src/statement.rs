@@ -34,8 +34,23 @@ pub fn refusal_message(label: &str) -> String {
 
 /// Classifies a query, which may hold several statements.
 pub fn classify(sql: &str) -> Verdict {
+    classify_with(sql, true)
+}
+
+/// As [`classify`], except that mentioning a user variable does not by itself
+/// ask for a reset: for a statement whose assignments were read otherwise
+/// (`session_state::assigned` found none, or the shim carries them in the session).
+pub fn classify_user_variables_read(sql: &str) -> Verdict {
+    classify_with(sql, false)
+}
+
+fn classify_with(sql: &str, user_vars_reset: bool) -> Verdict {
     let mut lexer = Lexer::new(sql);
-    let mut stmt = Stmt::default();
+    let fresh = || Stmt {
+        user_vars_reset,
+        ..Stmt::default()
+    };
+    let mut stmt = fresh();
     let mut statements = 0;
     let mut reset = false;
     loop {
@@ -57,7 +72,7 @@ pub fn classify(sql: &str) -> Verdict {
             }
             match tok {
                 None => break,
-                Some(_) => stmt = Stmt::default(),
+                Some(_) => stmt = fresh(),
             }
         } else if let Some(tok) = tok {
             stmt.push(tok);
@@ -99,6 +114,8 @@ struct Stmt<'a> {
     prev_get_lock: bool,
     get_lock: bool,
     user_var: bool,
+    /// A user variable asks for a reset ([`classify`]; not [`classify_user_variables_read`]).
+    user_vars_reset: bool,
     lock_word: bool,
     /// CREATE PROCEDURE/FUNCTION/TRIGGER/EVENT: the body has its own `;`s.
     compound: bool,
@@ -205,7 +222,11 @@ impl<'a> Stmt<'a> {
         };
         match refuse {
             Some(label) => Verdict::Refuse(label),
-            None if self.user_var || self.compound || w(0, "CALL") || w(0, "KILL") => {
+            None if (self.user_var && self.user_vars_reset)
+                || self.compound
+                || w(0, "CALL")
+                || w(0, "KILL") =>
+            {
                 Verdict::Reset
             }
             // COMMIT/ROLLBACK are no-ops here (autocommit), but AND CHAIN opens a
@@ -367,6 +388,31 @@ mod tests {
         ] {
             assert_eq!(classify(sql), Reset, "{sql:?}");
         }
+    }
+
+    #[test]
+    fn user_variables_read_otherwise_ask_for_no_reset() {
+        for sql in [
+            "SELECT @x",
+            "SELECT @x := 1",
+            "SELECT @a, @@time_zone FROM t WHERE id = @b",
+        ] {
+            assert_eq!(classify_user_variables_read(sql), Clean, "{sql:?}");
+        }
+        // Only the user variables are read otherwise: what else asks for a reset still does.
+        for sql in [
+            "CALL p(@x)",
+            "SELECT @x; SELECT 1",
+            "KILL QUERY 42",
+            "/*!50000 SELECT @x */",
+        ] {
+            assert_eq!(classify_user_variables_read(sql), Reset, "{sql:?}");
+        }
+        assert_eq!(classify_user_variables_read("SELECT @x FOR UPDATE"), Clean);
+        assert_eq!(
+            classify_user_variables_read("SET @x = 1, @@session.time_zone = '+00:00'"),
+            Refuse("SET")
+        );
     }
 
     #[test]

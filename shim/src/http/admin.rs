@@ -12,7 +12,9 @@ pub fn metrics(app: &App, method: &Method) -> Response<MessageBody> {
         *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
         return resp;
     }
-    let text = app.metrics.render(&app.pools.snapshot(), app.pins.len());
+    let text = app
+        .metrics
+        .render(&app.pools.snapshot(), app.pins.len(), app.kept.len());
     let mut resp = Response::new(MessageBody::new(text));
     resp.headers_mut().insert(
         CONTENT_TYPE,

@@ -6,6 +6,7 @@ pub mod cancel;
 pub mod health;
 pub mod pool;
 pub mod pool_metrics;
+pub mod pool_settings;
 pub mod role;
 pub mod target;
 pub mod tls;

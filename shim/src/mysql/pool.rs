@@ -25,9 +25,9 @@ use crate::credentials::{constant_time_eq, Credentials};
 use crate::errors::mysql::connect_code;
 use crate::mysql::account::{AccountPolicy, Kind, Refusal, Served, VerifyError, AUTH_FAILED};
 use crate::mysql::pool_metrics::{PoolMetrics, NEW_CREDENTIAL};
+use crate::mysql::pool_settings::PoolSettings;
 use crate::mysql::target::MysqlTarget;
-use crate::mysql::tls::{MysqlTls, TlsMode};
-use crate::settings::{Setting, Vars};
+use crate::mysql::tls::TlsMode;
 use crate::telemetry::log::Level;
 use ferry_proto::vitess::vtrpc::Code;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
@@ -118,6 +118,24 @@ impl Pools {
             .iter()
             .map(|(k, e)| (k.user.clone(), e.pool.metrics()))
             .collect()
+    }
+
+    /// Idle connections of this credential's admitted pool right now (`None`: none
+    /// is admitted).
+    pub fn idle(&self, creds: &Credentials) -> Option<usize> {
+        let key = Key {
+            user: creds.user.clone(),
+            password_hash: self.hasher.hash_one(&creds.password),
+        };
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = state.pools.get(&key)?;
+        Some(
+            entry
+                .pool
+                .metrics()
+                .connections_in_pool
+                .load(Ordering::Relaxed),
+        )
     }
 
     /// An admitted pool with an idle connection right now, if any (for the
@@ -477,75 +495,6 @@ fn refused(user: &str, reason: &Refusal) -> ConnectError {
         _ => AUTH_FAILED,
     };
     ConnectError::new(Code::Unauthenticated, message)
-}
-
-/// The pools' settings: where MySQL is and how to reach it, who is served,
-/// and how many connections each credential gets.
-#[derive(Clone, Debug)]
-pub struct PoolSettings {
-    pub target: MysqlTarget,
-    pub tls: MysqlTls,
-    pub account: AccountPolicy,
-    pub database: String,
-    pub pool_max: usize,
-    pub max_pools: usize,
-    pub idle: Duration,
-    pub lifetime: Duration,
-    pub wait: Duration,
-}
-
-pub const SETTINGS: &[Setting] = &[
-    Setting {
-        name: "FERRY_MYSQL_DATABASE",
-        default: "ferry",
-        about: "the database of every connection (the session's branch)",
-    },
-    Setting {
-        name: "FERRY_POOL_MAX",
-        default: "16",
-        about: "MySQL connections per credential (at least 1)",
-    },
-    Setting {
-        name: "FERRY_MAX_POOLS",
-        default: "64",
-        about: "credentials with a pool; the least recently used goes first",
-    },
-    Setting {
-        name: "FERRY_POOL_IDLE_SECS",
-        default: "60",
-        about: "idle connections and unused pools are closed after this",
-    },
-    Setting {
-        name: "FERRY_POOL_CONN_LIFETIME_SECS",
-        default: "600",
-        about: "a connection is replaced after this, so a changed password or a dropped user stops working within a bounded time",
-    },
-    Setting {
-        name: "FERRY_POOL_WAIT_SECS",
-        default: "10",
-        about: "the longest wait for a connection (pool full, MySQL slow to accept), then `resource_exhausted` (429)",
-    },
-];
-
-impl PoolSettings {
-    pub fn from_vars(vars: &Vars<'_>) -> Result<Self, String> {
-        let target = MysqlTarget::from_vars(vars)?;
-        let pool_max = vars.size("FERRY_POOL_MAX")?;
-        if pool_max == 0 {
-            return Err("FERRY_POOL_MAX must be at least 1".into());
-        }
-        Ok(PoolSettings {
-            tls: MysqlTls::from_vars(vars, &target)?,
-            target,
-            account: AccountPolicy::from_vars(vars)?,
-            database: vars.text("FERRY_MYSQL_DATABASE").unwrap_or_default(),
-            pool_max,
-            max_pools: vars.size("FERRY_MAX_POOLS")?.max(1),
-            idle: vars.secs("FERRY_POOL_IDLE_SECS")?,
-            lifetime: vars.secs("FERRY_POOL_CONN_LIFETIME_SECS")?,
-            wait: vars.secs("FERRY_POOL_WAIT_SECS")?,
-        })
-    }
 }
 
 #[cfg(test)]

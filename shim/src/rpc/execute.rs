@@ -134,7 +134,10 @@ async fn execute_spanned(
     span: &mut Statement,
 ) -> (Result<Answer, ConnectError>, Option<u64>) {
     let asked = Instant::now();
-    let ready = match deadline.within(statement::start(app, creds, req)).await {
+    let ready = match deadline
+        .within(statement::start(app, creds, req, false))
+        .await
+    {
         Ok(Ok(Start::Answered(resp))) => return (Ok(resp.into()), None),
         Ok(Ok(Start::Run(ready))) => ready,
         Ok(Err(e)) | Err(e) => return (Err(e), None),

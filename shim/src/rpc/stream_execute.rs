@@ -64,7 +64,10 @@ async fn stream_execute(
 ) -> Result<Response<StreamBody>, ConnectError> {
     let mut span = trace.statement(&req.query);
     let asked = std::time::Instant::now();
-    let start = match deadline.within(statement::start(&app, &creds, req)).await {
+    let start = match deadline
+        .within(statement::start(&app, &creds, req, true))
+        .await
+    {
         Ok(Ok(start)) => start,
         Ok(Err(e)) | Err(e) => {
             span.finish(Err(&e), None);

@@ -1,8 +1,10 @@
 //! The session a client carries: its seal, the connection pinned to it, its
-//! GTID for read-your-writes, and the workload it asked for.
+//! GTID for read-your-writes, the workload it asked for, its variables and
+//! settings, and the connections kept with them on (the settings pool).
 pub mod counters;
 pub mod gtid;
 pub mod olap;
 pub mod pins;
 pub mod seal;
+pub mod settings_pool;
 pub mod state;

@@ -56,6 +56,14 @@ pub fn vtgate_workload(session: &vtgate::Session, stream: bool) -> Workload {
     }
 }
 
+/// The session's state, with the workload vtgate would get (`Some` on Vitess), in
+/// one canonical text: the `SET` that gives it (as for MySQL, names in order).
+/// Equal text, equal state: the settings pool's key (sessions/settings_pool.rs).
+/// `None`: no state.
+pub fn key(session: &vtgate::Session, workload: Option<Workload>) -> Option<String> {
+    apply_sql(session, Flavour::Mysql, workload)
+}
+
 /// The `SET` that gives a fresh connection the session's state: on Vitess the
 /// `workload` first (`Some`, from [`vtgate_workload`]) unless it is vtgate's
 /// default, OLTP; then system variables (in name order), then user variables.

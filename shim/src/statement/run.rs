@@ -51,12 +51,14 @@ pub async fn run(
                 params,
                 verdict,
                 assigned,
+                stream,
             },
         mut source,
         waited,
     } = ready;
     let mut out = SessionOut::new(app, creds, id, base);
     let pooled = source.is_pooled();
+    let carried = source.carries().is_some();
     let Some(conn) = source.conn() else {
         return source.failed(&out, &sql, None).map(Answer::from);
     };
@@ -65,13 +67,16 @@ pub async fn run(
     let workload = app
         .pools
         .is_vitess()
-        .then(|| state::vtgate_workload(&out.base, matches!(sink, Sink::Chunks(_))));
+        .then(|| state::vtgate_workload(&out.base, stream));
+    // The state a pooled connection has for the statement: set now, or already
+    // on one from the settings pool (sessions/settings_pool.rs).
+    let state_key = pooled.then(|| state::key(&out.base, workload)).flatten();
     let around = Around {
         // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
         // session's own (sealed) value is what a direct connection would give.
         last_insert_id: pooled.then_some(out.base.last_insert_id),
         // So are its variables and settings (a pin has kept its own).
-        apply: pooled
+        apply: (pooled && !carried)
             .then(|| state::apply_sql(&out.base, flavour, workload))
             .flatten(),
         capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
@@ -80,6 +85,9 @@ pub async fn run(
         found_rows: pooled,
     };
     let applied = around.apply.is_some();
+    if state_key.is_some() {
+        app.metrics.session_state(carried);
+    }
     let started = Instant::now();
     let describer = Describer {
         cache: &app.column_types,
@@ -139,8 +147,16 @@ pub async fn run(
         sticky: leaves_sticky_state(verdict)
             && !matches!(finished, Finished::Sql(_) | Finished::Invalid(_)),
     };
-    let dirty = verdict != Verdict::Clean || applied;
-    let pinned = match source.settle(&out, &sql, left, dirty) {
+    let dirty = verdict != Verdict::Clean || applied || carried;
+    // Kept for the session's next request when it carries exactly the session's
+    // state: a clean statement that assigned nothing and succeeded.
+    let keep = state_key.filter(|_| {
+        verdict == Verdict::Clean
+            && assigned.is_none()
+            && !in_txn
+            && matches!(finished, Finished::Done(..))
+    });
+    let pinned = match source.settle(&out, &sql, left, dirty, keep) {
         Ok(pinned) => pinned,
         Err(mut refused) => {
             refused.timing = timing + waited;

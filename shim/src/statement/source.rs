@@ -38,8 +38,13 @@ use tokio::sync::OwnedMutexGuard;
 pub enum Source {
     /// Any pooled connection of the credential (armed for reset). `may_pin`:
     /// the text says the statement makes a transaction or session state, and
-    /// a pin was admitted for it.
-    Pooled { conn: Conn, may_pin: bool },
+    /// a pin was admitted for it. `carries`: it comes from the settings pool
+    /// with this state on it (sessions/settings_pool.rs: the state's key).
+    Pooled {
+        conn: Conn,
+        may_pin: bool,
+        carries: Option<String>,
+    },
     /// The session's pinned connection, held by this request until it is done
     /// (the session's other requests queue behind it); `state.conn` is set.
     Pinned {
@@ -70,6 +75,14 @@ impl Left {
 impl Source {
     pub fn is_pooled(&self) -> bool {
         matches!(self, Source::Pooled { .. })
+    }
+
+    /// The state a pooled connection already carries (the settings pool's key).
+    pub fn carries(&self) -> Option<&str> {
+        match self {
+            Source::Pooled { carries, .. } => carries.as_deref(),
+            Source::Pinned { .. } => None,
+        }
     }
 
     /// The connection in hand (`None` only for a pin that lost it, which
@@ -145,13 +158,16 @@ impl Source {
     /// clean). `Ok`: whether the session is pinned; `Err`: the answer for a
     /// transaction that could not be pinned (rolled back).
     /// `dirty`: the connection may carry state (the statement's, or the session's
-    /// applied before it): reset before anyone else gets it.
+    /// applied before it): reset before anyone else gets it. `keep`: it carries
+    /// exactly this state (the settings pool's key) and nothing else, and goes to
+    /// the settings pool instead.
     pub fn settle(
         self,
         out: &SessionOut<'_>,
         sql: &str,
         left: Left,
         dirty: bool,
+        keep: Option<String>,
     ) -> Result<bool, Box<ExecuteResponse>> {
         let (app, creds) = (out.app, out.creds);
         match self {
@@ -170,7 +186,9 @@ impl Source {
                 }
                 Ok(keep)
             }
-            Source::Pooled { mut conn, may_pin } => {
+            Source::Pooled {
+                mut conn, may_pin, ..
+            } => {
                 let pin = left.holds_a_pin();
                 if pin && !may_pin {
                     // A statement that did not look like it (a procedure) left a
@@ -209,6 +227,8 @@ impl Source {
                         user = creds.user,
                         statement = first_keyword(sql)
                     );
+                } else if let Some(state) = keep {
+                    app.kept.keep(creds, state, conn, app.pools.is_vitess());
                 } else if dirty && app.pools.is_vitess() {
                     // vtgate's reset keeps variables and settings (mysql/pool.rs).
                     retire(conn, true);

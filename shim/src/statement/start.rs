@@ -20,6 +20,7 @@ use crate::sessions::gtid::{self, WaitError};
 use crate::sessions::olap;
 use crate::sessions::pins::Ended;
 use crate::sessions::seal::{random, SessionId, Token};
+use crate::sessions::state;
 use crate::telemetry::log::Level;
 use crate::telemetry::trace::Statement;
 use crate::types::bind;
@@ -29,7 +30,7 @@ use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtgate;
 use ferry_proto::vitess::vtrpc::{Code, RpcError};
 use ferry_wire::session_state::{self, Assigned};
-use ferry_wire::statement::{classify, Verdict};
+use ferry_wire::statement::{classify, classify_user_variables_read, Verdict};
 use mysql_async::{Conn, Value};
 use std::time::Instant;
 
@@ -101,6 +102,13 @@ impl Ready {
     /// state (Prepare): a pooled one without a reset, a pin as it was.
     pub fn release_clean(self) {
         match self.source {
+            // One kept with a session's state: closed, the rare way out that
+            // needs no knowledge of the server (a replica behind).
+            Source::Pooled {
+                conn,
+                carries: Some(_),
+                ..
+            } => crate::sessions::pins::retire(conn, true),
             Source::Pooled { mut conn, .. } => conn.reset_connection(false),
             Source::Pinned { .. } => {}
         }
@@ -123,27 +131,35 @@ pub struct Query {
     /// The user variables and settings it assigns, when they all travel in the
     /// session (sessions/state.rs): read back after it runs.
     pub assigned: Option<Assigned>,
+    /// Its rows go out as a stream (StreamExecute): on Vitess, in OLAP.
+    pub stream: bool,
 }
 
 impl Query {
     /// A statement whose session changes all travel in the session runs on a
-    /// pooled connection, is not pinned, and its connection is reset after.
-    fn new(sql: String, params: Option<Vec<Value>>) -> Query {
+    /// pooled connection, is not pinned, and its connection is reset after. One
+    /// whose text shows it assigns nothing only reads its user variables: they ask
+    /// for no reset (what else may, still does).
+    fn new(sql: String, params: Option<Vec<Value>>, stream: bool) -> Query {
         let verdict = classify(&sql);
         let assigned = match verdict {
-            Verdict::Refuse("SET") | Verdict::Reset => session_state::assigned(&sql)
-                .filter(|a| !(a.user.is_empty() && a.system.is_empty())),
+            Verdict::Refuse("SET") | Verdict::Reset => session_state::assigned(&sql),
             _ => None,
         };
+        let verdict = match &assigned {
+            Some(a) if a.user.is_empty() && a.system.is_empty() => {
+                classify_user_variables_read(&sql)
+            }
+            Some(_) => Verdict::Reset,
+            None => verdict,
+        };
+        let assigned = assigned.filter(|a| !(a.user.is_empty() && a.system.is_empty()));
         Query {
-            verdict: if assigned.is_some() {
-                Verdict::Reset
-            } else {
-                verdict
-            },
+            verdict,
             sql,
             params,
             assigned,
+            stream,
         }
     }
 
@@ -154,16 +170,19 @@ impl Query {
             params: None,
             verdict: Verdict::Clean,
             assigned: None,
+            stream: false,
         }
     }
 }
 
 /// Verifies the session and gets the statement its connection. Connect
-/// errors (no connection: 401, 429, 503) come before anything ran.
+/// errors (no connection: 401, 429, 503) come before anything ran. `stream`:
+/// StreamExecute's.
 pub async fn start(
     app: &App,
     creds: &Credentials,
     req: ExecuteRequest,
+    stream: bool,
 ) -> Result<Start, ConnectError> {
     let (mut out, token) = match open(app, creds, req.session) {
         Ok(opened) => opened,
@@ -210,7 +229,7 @@ pub async fn start(
             )));
         }
     }
-    let start = connect(out, token, Query::new(sql, params)).await?;
+    let start = connect(out, token, Query::new(sql, params, stream)).await?;
     match app.role {
         ShimRole::Replica => read_after_write(app, start).await,
         ShimRole::Primary => Ok(start),
@@ -383,11 +402,31 @@ async fn connect(
     }
 }
 
-/// A statement of a session without a pin: any pooled connection; a pin is
+/// A statement of a session without a pin: a connection kept with the session's
+/// state on it (sessions/settings_pool.rs), else any pooled connection; a pin is
 /// admitted first if the statement means to make one.
 async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError> {
     let (app, creds) = (out.app, out.creds);
-    let mut conn = app.pools.conn(creds).await?;
+    let vitess = app.pools.is_vitess();
+    let workload = vitess.then(|| state::vtgate_workload(&out.base, query.stream));
+    // No statement (Prepare): no state is set, none is needed.
+    let key = match query.sql.is_empty() {
+        true => None,
+        false => state::key(&out.base, workload),
+    };
+    let kept = key.as_deref().and_then(|k| app.kept.take(creds, k));
+    let carries = kept.is_some().then_some(key).flatten();
+    let mut conn = match kept {
+        Some(conn) => conn,
+        None => {
+            // None idle in the credential's pool: a kept one goes back first, so that
+            // kept connections never make a request wait.
+            if app.pools.idle(creds) == Some(0) {
+                app.kept.give_one_back(creds, vitess);
+            }
+            app.pools.conn(creds).await?
+        }
+    };
     let may_pin = matches!(query.verdict, Verdict::Refuse(_));
     if may_pin {
         if let Err(e) = app.pins.admit(&creds.user) {
@@ -400,7 +439,11 @@ async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError
             }));
         }
     }
-    let source = Source::Pooled { conn, may_pin };
+    let source = Source::Pooled {
+        conn,
+        may_pin,
+        carries,
+    };
     Ok(Start::Run(Ready::new(out, query, source)))
 }
 

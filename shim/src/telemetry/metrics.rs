@@ -16,6 +16,8 @@
 //! | `ferry_shim_pool_connect_errors_total` | `user` | MySQL could not be reached or refused a connection |
 //! | `ferry_shim_pinned_sessions` | | sessions holding a connection (transactions, session state) |
 //! | `ferry_shim_read_after_write_waits_total` | `outcome` | a replica's waits for a session's GTID: `reached`, `behind` |
+//! | `ferry_shim_session_state_total` | `way` | statements of sessions with variables or settings on a pooled connection: `set` first, or `kept` on a connection that carried them (sessions/settings_pool.rs) |
+//! | `ferry_shim_settings_pool_connections` | | connections kept with a session's state on them |
 //!
 //! `user` is the MySQL user of an admitted pool; a credential MySQL has not
 //! accepted yet counts as `user="-"`, so made-up user names cannot grow the
@@ -41,6 +43,8 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     read_after_write: IntCounterVec,
+    session_state: IntCounterVec,
+    kept: IntGauge,
     pools: IntGauge,
     connections: IntGaugeVec,
     in_use: IntGaugeVec,
@@ -63,6 +67,16 @@ impl Metrics {
                 "A replica's waits for a session's writes (GTID), by outcome",
                 &["outcome"],
             ),
+            session_state: counter(
+                "ferry_shim_session_state_total",
+                "Statements of sessions with state on a pooled connection: the state set first, or kept on it",
+                &["way"],
+            ),
+            kept: IntGauge::new(
+                "ferry_shim_settings_pool_connections",
+                "Connections kept with a session's state on them",
+            )
+            .unwrap_or_else(|_| unreachable!("a valid gauge")),
             pools: IntGauge::new("ferry_shim_pools", "Credential pools held")
                 .unwrap_or_else(|_| unreachable!("a valid gauge")),
             connections: gauge(
@@ -102,6 +116,8 @@ impl Metrics {
         for c in [
             Box::new(m.requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(m.read_after_write.clone()),
+            Box::new(m.session_state.clone()),
+            Box::new(m.kept.clone()),
             Box::new(m.pools.clone()),
             Box::new(m.connections.clone()),
             Box::new(m.in_use.clone()),
@@ -128,9 +144,22 @@ impl Metrics {
         self.read_after_write.with_label_values(&[outcome]).inc();
     }
 
+    /// A statement of a session with state on a pooled connection: `kept` on one that
+    /// carried it, else set first.
+    pub fn session_state(&self, kept: bool) {
+        let way = if kept { "kept" } else { "set" };
+        self.session_state.with_label_values(&[way]).inc();
+    }
+
     /// The text exposition, with the pool gauges read now.
-    /// `pools`: each pool's user and counters (`Pools::snapshot`).
-    pub fn render(&self, pools: &[(String, Arc<mysql_async::Metrics>)], pinned: usize) -> String {
+    /// `pools`: each pool's user and counters (`Pools::snapshot`); `pinned`, `kept`:
+    /// pins and settings-pool connections now.
+    pub fn render(
+        &self,
+        pools: &[(String, Arc<mysql_async::Metrics>)],
+        pinned: usize,
+        kept: usize,
+    ) -> String {
         let mut per_user: BTreeMap<String, [i64; 4]> = BTreeMap::new();
         let snapshot = pools;
         self.pools
@@ -156,6 +185,7 @@ impl Metrics {
             self.waiting.with_label_values(&[user]).set(v[3]);
         }
         self.pinned.set(i64::try_from(pinned).unwrap_or(i64::MAX));
+        self.kept.set(i64::try_from(kept).unwrap_or(i64::MAX));
         let mut out = Vec::new();
         if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
             crate::log!(
@@ -202,7 +232,7 @@ mod tests {
             .connect_errors
             .with_label_values(&[NEW_CREDENTIAL])
             .inc();
-        let text = m.render(&pools.snapshot(), 3);
+        let text = m.render(&pools.snapshot(), 3, 0);
         for line in [
             "ferry_shim_requests_total{code=\"ok\",rpc=\"Execute\"} 2",
             "ferry_shim_requests_total{code=\"failed_precondition\",rpc=\"Execute\"} 1",
