@@ -202,9 +202,17 @@ fi
 # Vitess: passwords checked by vtgate, a transaction across shards, scatter reads, vtgate's
 # error codes without SQL in them, a deadline that stops the statement, session variables.
 if [ "${FERRY_E2E_VITESS:-1}" = 1 ]; then
+  # Then the equivalence with vtgate's own gRPC Execute (tests/vitess-equivalence) and the real
+  # clients through Ferry to the sharded keyspace (tests/vitess-clients.sh: the JS driver and
+  # ORMs, PlanetScale's Go client, psdbproxy + the mysql client on port 18456).
   (vitess_cluster up >/dev/null && vitess_gateway gateway >/dev/null \
     && export FERRY_E2E_VITESS_GATEWAY=1 FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_PORT="$VITESS_GW_PORT" \
-    && cargo test -p ferry-e2e --test vitess) || status=$?
+    && { vs=0; cargo test -p ferry-e2e --test vitess || vs=1
+      (cd "$ROOT/tests/vitess-equivalence" && PATH="$PATH:/usr/local/go/bin" \
+        FERRY_URL="https://127.0.0.1:$VITESS_GW_PORT" FERRY_CA="$VITESS_RUN_DIR/certs/ca.pem" \
+        VTGATE_GRPC="127.0.0.1:$((VITESS_BASE_PORT + 1))" go run .) || vs=1
+      FERRY_PSDBPROXY_PORT="${FERRY_E2E_PSDBPROXY_PORT:-18456}" "$ROOT/tests/vitess-clients.sh" || vs=1
+      exit $vs; }) || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$VITESS_RUN_DIR"/logs/{envoy,shim}.log || status=1
   vitess_gateway down >/dev/null; vitess_cluster down >/dev/null
 fi

@@ -9,18 +9,15 @@ import { mysqlTable, int, varchar } from 'drizzle-orm/mysql-core'
 import { eq } from 'drizzle-orm'
 import { Kysely } from 'kysely'
 import { PlanetScaleDialect } from 'kysely-planetscale'
+import { url, createTable, unshardedName } from './server.js'
 
-const host = process.env.FERRY_HOST ?? '127.0.0.1'
-const port = process.env.FERRY_PORT ?? '8443'
-const user = process.env.FERRY_MYSQL_USER ?? 'ferry'
-const password = process.env.FERRY_MYSQL_PASSWORD ?? 'ferry'
-const url = `https://${user}:${password}@${host}:${port}`
 const client = new Client({ url })
 
 let n = 0
+// On Vitess: a table of the sharded keyspace (hash(id)), so transactions span both shards.
 async function table () {
   const t = `drvtx_${process.pid}_${Date.now()}_${n++}`
-  await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY, name VARCHAR(20))`)
+  await createTable(client, t, 'id INT PRIMARY KEY, name VARCHAR(20)')
   return t
 }
 const ids = async (t) => (await client.execute(`SELECT id FROM ${t} ORDER BY id`)).rows.map((r) => r.id)
@@ -65,13 +62,15 @@ test('Promise.all inside a transaction: every statement runs in it, nothing is l
 test('session state lives on its connection only', async () => {
   const a = client.connection()
   const b = client.connection()
+  // Vitess has temporary tables in an unsharded keyspace only.
+  const tmp = unshardedName('drv_tmp')
   await a.execute('SET @ferry_v = 42')
-  await a.execute('CREATE TEMPORARY TABLE drv_tmp (x INT)')
-  await a.execute('INSERT INTO drv_tmp VALUES (1)')
+  await a.execute(`CREATE TEMPORARY TABLE ${tmp} (x INT)`)
+  await a.execute(`INSERT INTO ${tmp} VALUES (1)`)
   assert.deepEqual((await a.execute('SELECT @ferry_v AS v')).rows, [{ v: '42' }])
-  assert.deepEqual((await a.execute('SELECT COUNT(*) AS c FROM drv_tmp')).rows, [{ c: '1' }])
+  assert.deepEqual((await a.execute(`SELECT COUNT(*) AS c FROM ${tmp}`)).rows, [{ c: '1' }])
   assert.deepEqual((await b.execute('SELECT @ferry_v AS v')).rows, [{ v: null }])
-  await assert.rejects(b.execute('SELECT * FROM drv_tmp'), /doesn't exist/)
+  await assert.rejects(b.execute(`SELECT * FROM ${tmp}`), /doesn't exist/)
   assert.deepEqual((await client.execute('SELECT @ferry_v AS v')).rows, [{ v: null }])
 })
 

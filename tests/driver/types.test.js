@@ -1,6 +1,7 @@
 // The type table through the real @planetscale/database driver, with its default
 // cast (src/cast.ts: by vitess type name, bytes for charset 63): the JS value of
-// every MySQL type, on MariaDB or MySQL 8.0 (scripts/e2e.sh runs it against both).
+// every MySQL type, on MariaDB or MySQL 8.0 (scripts/e2e.sh runs it against both), and
+// on Vitess (tests/vitess-clients.sh: vtgate on MySQL 8, the sharded keyspace).
 // The same table's fields in detail (flags, charsets): tests/e2e/tests/types.rs.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -8,12 +9,9 @@ import { Client } from '@planetscale/database'
 import { drizzle } from 'drizzle-orm/planetscale-serverless'
 import { mysqlTable, int, json } from 'drizzle-orm/mysql-core'
 import { eq } from 'drizzle-orm'
+import { url, vitess, createTable, unshardedName } from './server.js'
 
-const host = process.env.FERRY_HOST ?? '127.0.0.1'
-const port = process.env.FERRY_PORT ?? '8443'
-const user = process.env.FERRY_MYSQL_USER ?? 'ferry'
-const password = process.env.FERRY_MYSQL_PASSWORD ?? 'ferry'
-const client = new Client({ url: `https://${user}:${password}@${host}:${port}` })
+const client = new Client({ url })
 
 const bytes = (...b) => new Uint8Array(b)
 // POINT(1 2): SRID 0, then little-endian WKB.
@@ -70,6 +68,7 @@ const nameOf = (def) => def.split(' ')[0]
 let n = 0
 const unique = (p) => `${p}_${process.pid}_${Date.now()}_${n++}`
 
+// 0: MariaDB, 1: MySQL 8 (Vitess's tablets run MySQL 8).
 async function server () {
   const r = await client.execute('SELECT VERSION() AS v')
   return r.rows[0].v.includes('MariaDB') ? 0 : 1
@@ -78,7 +77,8 @@ async function server () {
 test('every MySQL type casts to its JS value', async () => {
   const s = await server()
   const t = unique('drvtypes')
-  await client.execute(`CREATE TABLE ${t} (id INT AUTO_INCREMENT PRIMARY KEY, ${COLS.map((c) => c[0]).join(', ')}) DEFAULT CHARSET=utf8mb4`)
+  await createTable(client, t, `id INT AUTO_INCREMENT PRIMARY KEY, ${COLS.map((c) => c[0]).join(', ')}`,
+    { suffix: 'DEFAULT CHARSET=utf8mb4', autoIncrement: true })
   await client.execute(`INSERT INTO ${t} (${COLS.map((c) => nameOf(c[0])).join(', ')}) VALUES (${COLS.map((c) => c[1]).join(', ')})`)
   await client.execute(`INSERT INTO ${t} (id) VALUES (NULL)`)
   const r = await client.execute(`SELECT * FROM ${t} ORDER BY id`)
@@ -88,19 +88,21 @@ test('every MySQL type casts to its JS value', async () => {
   for (const [def, , type, columnType, value] of COLS) {
     const name = nameOf(def)
     const got = { type: r.types[name], columnType: fields[name].columnType, value: row[name], null: nulls[name] }
-    const want = { type, columnType: columnType[s], value, null: null }
+    // In front of vtgate there is no column_type, as in vtgate's own answers
+    // (tests/vitess-equivalence).
+    const want = { type, columnType: vitess ? undefined : columnType[s], value, null: null }
     try {
       assert.deepEqual(got, want)
     } catch {
       wrong.push(`${def}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`)
     }
   }
-  assert.deepEqual(wrong, [], `on ${['MariaDB', 'MySQL 8'][s]}`)
+  assert.deepEqual(wrong, [], `on ${vitess ? 'Vitess' : ['MariaDB', 'MySQL 8'][s]}`)
 })
 
 test('drizzle-orm json() columns read back as objects', async () => {
   const t = unique('drvjson')
-  await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY, doc JSON, other JSON)`)
+  await createTable(client, t, 'id INT PRIMARY KEY, doc JSON, other JSON')
   const docs = mysqlTable(t, { id: int('id').primaryKey(), doc: json('doc'), other: json('other') })
   const db = drizzle({ client })
   const doc = { name: 'ferry', tags: ['h2', 'h3'], n: 1.5, nested: { ok: true, none: null } }
@@ -115,8 +117,9 @@ test('drizzle-orm json() columns read back as objects', async () => {
   })
 })
 
+// On Vitess in the unsharded keyspace: its only home for temporary tables and views.
 test('JSON from a temporary table, a view and JSON functions reads back as objects', async () => {
-  const t = unique('drvjv')
+  const t = unshardedName(unique('drvjv'))
   await client.execute(`CREATE TABLE ${t} (id INT PRIMARY KEY, doc JSON)`)
   await client.execute(`INSERT INTO ${t} VALUES (1, '{"a": [1, "x"]}')`)
   await client.execute(`CREATE VIEW ${t}_v AS SELECT doc FROM ${t}`)
@@ -127,5 +130,8 @@ test('JSON from a temporary table, a view and JSON functions reads back as objec
   assert.deepEqual((await client.execute(`SELECT doc FROM ${t}_v`)).rows, [{ doc: { a: [1, 'x'] } }])
   assert.deepEqual((await client.execute("SELECT JSON_OBJECT('k', 1) AS o, JSON_ARRAY(1, 'two') AS a")).rows,
     [{ o: { k: 1 }, a: [1, 'two'] }])
-  await client.execute(`DROP VIEW ${t}_v`)
+  // vtgate 24 cannot drop it again: it sends `DROP VIEW ferry_unsharded.x` to the tablet
+  // unchanged (its schema is vt_ferry_unsharded...), so 'Unknown table'. The cluster's data
+  // goes with it on `vitess.sh down`.
+  if (!vitess) await client.execute(`DROP VIEW ${t}_v`)
 })

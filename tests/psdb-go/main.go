@@ -10,6 +10,13 @@
 // library's documented injection point. FERRY_PSDB_TRANSPORTS=h2,h3 (default) picks them.
 // One line per check; exits non-zero if any check fails.
 //
+// FERRY_PSDB_VITESS=1 (tests/vitess-clients.sh): the gateway is in front of Vitess's vtgate,
+// database = the sharded keyspace. Tables get a primary vindex (hash(id)) and AUTO_INCREMENT
+// a Vitess sequence in the unsharded keyspace (FERRY_VITESS_UNSHARDED_KEYSPACE, default
+// ferry_unsharded); a missing table is vtgate's "table X not found"; the 50,000 streamed rows
+// come from a sharded table (a scatter merge-sorted by vtgate) instead of a CTE cross join,
+// which vtgate 24 cannot plan ("missing bind var a_n").
+//
 // DEBUG ONLY, never used by the test suite: FERRY_PSDB_IDENTITY=1 sends requests
 // uncompressed (connect.WithSendCompression("identity")), to exercise everything
 // else against a gateway that does not decode S2 yet.
@@ -46,6 +53,8 @@ type config struct {
 	tls       *tls.Config
 	identity  bool
 	transport string
+	vitess    bool   // FERRY_PSDB_VITESS=1
+	unsharded string // Vitess's unsharded keyspace (sequences)
 }
 
 var failures int
@@ -120,6 +129,8 @@ func loadConfig() (config, error) {
 		c.tls = psdbclient.DefaultTLSConfig()
 	}
 	c.identity = os.Getenv("FERRY_PSDB_IDENTITY") == "1"
+	c.vitess = os.Getenv("FERRY_PSDB_VITESS") == "1"
+	c.unsharded = envOr("FERRY_VITESS_UNSHARDED_KEYSPACE", "ferry_unsharded")
 	return c, nil
 }
 
@@ -311,6 +322,39 @@ func (e *env) drop(ctx context.Context, table string) {
 	_, _ = e.execute(ctx, nil, "DROP TABLE IF EXISTS "+table)
 }
 
+// createTable: CREATE TABLE name (cols) suffix. On Vitess the table is sharded by hash(id),
+// and with autoInc its id comes from a Vitess sequence (as on PlanetScale: each shard's
+// own AUTO_INCREMENT would repeat ids).
+func (e *env) createTable(ctx context.Context, name, cols, suffix string, autoInc bool) error {
+	stmts := []string{"CREATE TABLE " + name + " (" + cols + ") " + suffix}
+	if e.cfg.vitess {
+		stmts = append(stmts, "ALTER VSCHEMA ON "+name+" ADD VINDEX hash(id)")
+		if autoInc {
+			seq := e.cfg.unsharded + "." + name + "_seq"
+			stmts = append(stmts,
+				"CREATE TABLE "+seq+" (id INT, next_id BIGINT, cache BIGINT, PRIMARY KEY (id)) COMMENT 'vitess_sequence'",
+				"INSERT INTO "+seq+" (id, next_id, cache) VALUES (0, 1, 100)",
+				"ALTER VSCHEMA ADD SEQUENCE "+seq,
+				"ALTER VSCHEMA ON "+name+" ADD AUTO_INCREMENT id USING "+seq)
+		}
+	}
+	for _, q := range stmts {
+		if _, err := e.execute(ctx, nil, q); err != nil {
+			return fmt.Errorf("%.60s...: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// missingTable: the text an error about the missing table `name` carries (MySQL's, or
+// vtgate's own, which answers before any tablet does).
+func (e *env) missingTable(name string) string {
+	if e.cfg.vitess {
+		return "table " + name + " not found"
+	}
+	return "doesn't exist"
+}
+
 // ---- checks ----
 
 // CreateSession: what psdbproxy calls first to test its credentials. Its request is an
@@ -346,14 +390,14 @@ type col struct {
 func (e *env) checkTypes(ctx context.Context) {
 	t := unique("psdbgo_types")
 	const name = "Execute types round trip"
-	_, err := e.execute(ctx, nil, "CREATE TABLE "+t+` (
+	err := e.createTable(ctx, t, `
 		id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,
 		ti TINYINT, si SMALLINT, bi BIGINT, u INT UNSIGNED, ubi BIGINT UNSIGNED,
 		d DECIMAL(15,4), f DOUBLE,
 		s VARCHAR(64) CHARACTER SET utf8mb4, c CHAR(3),
 		b BLOB, vb VARBINARY(16),
 		dt DATETIME, dt6 DATETIME(6), da DATE, tm TIME, y YEAR
-	) DEFAULT CHARSET=utf8mb4`)
+	`, "DEFAULT CHARSET=utf8mb4", true)
 	if err != nil {
 		fail(e.tr, "Execute CREATE TABLE", "%v", err)
 		return
@@ -499,7 +543,7 @@ func (e *env) checkSQLError(ctx context.Context) {
 		fail(e.tr, "Execute SQL error", "a transport error instead of ExecuteResponse.error: %s", describe(err))
 	case resp.Msg.GetError() == nil:
 		fail(e.tr, "Execute SQL error", "no error for a missing table")
-	case !strings.Contains(resp.Msg.Error.GetMessage(), "doesn't exist"):
+	case !strings.Contains(resp.Msg.Error.GetMessage(), e.missingTable("no_such_table_psdbgo")):
 		fail(e.tr, "Execute SQL error", "message %q lacks the MySQL text", resp.Msg.Error.GetMessage())
 	default:
 		pass(e.tr, "Execute SQL error", "code=%s message=%q", resp.Msg.Error.GetCode(), resp.Msg.Error.GetMessage())
@@ -535,14 +579,52 @@ const seqQuery = `WITH d(n) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 U
 seq(n) AS (SELECT a.n + 10*b.n + 100*c.n + 1000*e.n + 10000*f.n + 1 FROM d a, d b, d c, d e, d f)
 SELECT n, CONCAT('row-', n) AS s FROM seq WHERE n <= 50000 ORDER BY n`
 
+// seqTable (Vitess): a table of the sharded keyspace holding n = 1..50000 (hash(n), so
+// about half on each shard), written 10,000 rows a statement.
+func (e *env) seqTable(ctx context.Context) (string, error) {
+	t := unique("psdbgo_seq")
+	if _, err := e.execute(ctx, nil, "CREATE TABLE "+t+" (n BIGINT NOT NULL PRIMARY KEY)"); err != nil {
+		return "", fmt.Errorf("CREATE TABLE: %w", err)
+	}
+	if _, err := e.execute(ctx, nil, "ALTER VSCHEMA ON "+t+" ADD VINDEX hash(n)"); err != nil {
+		return "", fmt.Errorf("ALTER VSCHEMA: %w", err)
+	}
+	var b strings.Builder
+	for n := 1; n <= seqRows; n++ {
+		if b.Len() == 0 {
+			b.WriteString("INSERT INTO " + t + " (n) VALUES ")
+		} else {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "(%d)", n)
+		if n%10_000 == 0 {
+			if _, err := e.execute(ctx, nil, b.String()); err != nil {
+				return "", fmt.Errorf("INSERT rows up to %d: %w", n, err)
+			}
+			b.Reset()
+		}
+	}
+	return t, nil
+}
+
 // StreamExecute: 50,000 rows, complete, in order, checksummed.
 func (e *env) checkStreamSeq(ctx context.Context) {
 	const name = "StreamExecute 50,000 rows"
 	tab := crc64.MakeTable(crc64.ECMA)
 	var got, want uint64
 	count, outOfOrder, bad := 0, 0, ""
+	q := seqQuery
+	if e.cfg.vitess {
+		t, err := e.seqTable(ctx)
+		if err != nil {
+			fail(e.tr, name, "%v", err)
+			return
+		}
+		defer e.drop(ctx, t)
+		q = "SELECT n, CONCAT('row-', n) AS s FROM " + t + " ORDER BY n"
+	}
 	start := time.Now()
-	st := e.stream(ctx, nil, seqQuery, func(r *querypb.Row) {
+	st := e.stream(ctx, nil, q, func(r *querypb.Row) {
 		count++
 		vals, err := values(r)
 		if err != nil || len(vals) != 2 {
@@ -590,7 +672,7 @@ func (e *env) checkStreamSeq(ctx context.Context) {
 // and StreamExecute and are compared byte for byte.
 func (e *env) checkLargeRows(ctx context.Context) {
 	t := unique("psdbgo_big")
-	if _, err := e.execute(ctx, nil, "CREATE TABLE "+t+" (id INT PRIMARY KEY, body LONGTEXT CHARACTER SET ascii, bin LONGBLOB)"); err != nil {
+	if err := e.createTable(ctx, t, "id INT PRIMARY KEY, body LONGTEXT CHARACTER SET ascii, bin LONGBLOB", "", false); err != nil {
 		fail(e.tr, "large rows CREATE TABLE", "%v", err)
 		return
 	}
@@ -665,7 +747,7 @@ func (e *env) checkStreamErrors(ctx context.Context) {
 			msg = ce.Message()
 		}
 	}
-	if strings.Contains(msg, "doesn't exist") && len(st.rows) == 0 {
+	if strings.Contains(msg, e.missingTable("no_such_table_psdbgo")) && len(st.rows) == 0 {
 		where := "ExecuteResponse.error"
 		if st.sqlErr == nil {
 			where = "end-of-stream error " + connect.CodeOf(st.err).String()
@@ -679,7 +761,7 @@ func (e *env) checkStreamErrors(ctx context.Context) {
 // A transaction carried across calls by the session the answers return.
 func (e *env) checkTransaction(ctx context.Context) {
 	t := unique("psdbgo_txn")
-	if _, err := e.execute(ctx, nil, "CREATE TABLE "+t+" (id INT PRIMARY KEY, v VARCHAR(10))"); err != nil {
+	if err := e.createTable(ctx, t, "id INT PRIMARY KEY, v VARCHAR(10)", "", false); err != nil {
 		fail(e.tr, "transaction CREATE TABLE", "%v", err)
 		return
 	}
@@ -714,7 +796,7 @@ func (e *env) checkTransaction(ctx context.Context) {
 	} else {
 		pass(e.tr, "session has vitess options", "workload=%s", sess.GetVitessSession().GetOptions().GetWorkload())
 	}
-	if r, err = e.execute(ctx, sess, "INSERT INTO "+t+" VALUES (1, 'in txn')"); err != nil {
+	if r, err = e.execute(ctx, sess, "INSERT INTO "+t+" (id, v) VALUES (1, 'in txn')"); err != nil {
 		fail(e.tr, "session INSERT", "%v", err)
 		return
 	}

@@ -43,30 +43,36 @@ const STATUS: &[(&str, Code)] = &[
 ];
 
 /// vtgate's own messages that carry neither form (its parser's, its planner's): how
-/// they start and end.
-const MESSAGES: &[(&str, &str, Code)] = &[
-    ("syntax error at position", "", Code::InvalidArgument),
-    ("table ", " not found", Code::NotFound),
-];
+/// they start and end. Not `table X not found` with errno 1105: that is vtgate's
+/// `vindexes.NotFoundError`, a plain Go error with no code, which vtgate's own gRPC
+/// Execute answers as UNKNOWN (the planner's coded form, NOT_FOUND, arrives as
+/// errno 1109 ER_UNKNOWN_TABLE and takes MySQL's table).
+const MESSAGES: &[(&str, &str, Code)] = &[("syntax error at position", "", Code::InvalidArgument)];
 
 /// How vtgate quotes a tablet's gRPC status, whatever errno it chose for it (1317
 /// for vttablet's `Row count exceeded`, whose code is `Aborted`).
 const TABLET_STATUS: &str = "vttablet: rpc error: code = ";
 
 /// The code of a vtgate error from its message, when it names one: any form for
-/// errno 1105, a tablet's gRPC status for any errno.
+/// errno 1105; for any other errno, a tablet's gRPC status, or vtgate's own error id
+/// when the message starts with one (vtgate sends the errno of the id's state:
+/// `VT05003: unknown database` as 1049 ER_BAD_DB_ERROR, whose code in MySQL's table
+/// is not vtgate's).
 pub fn code(errno: u16, message: &str) -> Option<Code> {
     if errno != 1105 {
-        return status(message.split(TABLET_STATUS).nth(1)?);
+        return match message.split(TABLET_STATUS).nth(1) {
+            Some(rest) => status(rest),
+            None => error_id(message.split_whitespace().next()?)
+                .and_then(family)
+                .or_else(|| planner_column(errno, message)),
+        };
     }
-    let family = message.split_whitespace().find_map(|w| {
-        let id = w.trim_end_matches(':');
-        let is_id =
-            id.len() == 7 && id.starts_with("VT") && id.bytes().skip(2).all(|b| b.is_ascii_digit());
-        is_id.then(|| id.get(..4)).flatten()
-    });
-    if let Some(code) = family.and_then(|f| FAMILIES.iter().find(|(p, _)| *p == f)) {
-        return Some(code.1);
+    if let Some(code) = message
+        .split_whitespace()
+        .find_map(error_id)
+        .and_then(family)
+    {
+        return Some(code);
     }
     if let Some(code) = message.split("code = ").nth(1).and_then(status) {
         return Some(code);
@@ -75,6 +81,30 @@ pub fn code(errno: u16, message: &str) -> Option<Code> {
         .iter()
         .find(|(starts, ends, _)| message.starts_with(starts) && message.ends_with(ends))
         .map(|(_, _, code)| *code)
+}
+
+/// vtgate's planner's unknown column (`semantics.ColumnNotFoundError`: INVALID_ARGUMENT,
+/// sent as 1054 ER_BAD_FIELD_ERROR without an id): `column 'c' not found` or `column 'c'
+/// not found in table 't'`. MySQL's own (from a tablet) says `Unknown column`.
+fn planner_column(errno: u16, message: &str) -> Option<Code> {
+    (errno == 1054 && message.starts_with("column '") && message.contains("' not found"))
+        .then_some(Code::InvalidArgument)
+}
+
+/// The family (`VT05`) of a word that is a vtgate error id (`VT05003:`).
+fn error_id(word: &str) -> Option<&str> {
+    let id = word.trim_end_matches(':');
+    let is_id =
+        id.len() == 7 && id.starts_with("VT") && id.bytes().skip(2).all(|b| b.is_ascii_digit());
+    is_id.then(|| id.get(..4)).flatten()
+}
+
+/// The code of an error id family.
+fn family(prefix: &str) -> Option<Code> {
+    FAMILIES
+        .iter()
+        .find(|(p, _)| *p == prefix)
+        .map(|(_, code)| *code)
 }
 
 /// The code a gRPC status name starting `rest` names.
@@ -116,10 +146,8 @@ mod tests {
             code(1105, "syntax error at position 6 near 'selec'"),
             Some(Code::InvalidArgument)
         );
-        assert_eq!(
-            code(1105, "table no_such_table not found"),
-            Some(Code::NotFound)
-        );
+        // vtgate's uncoded NotFoundError: UNKNOWN, as over vtgate's gRPC.
+        assert_eq!(code(1105, "table no_such_table not found"), None);
         assert_eq!(
             code(1105, "VT05006: unknown system variable '@@foo = 1'"),
             Some(Code::NotFound)
@@ -143,6 +171,17 @@ mod tests {
             Some(Code::Aborted)
         );
         assert_eq!(code(1062, "Duplicate entry '1' for key 'PRIMARY'"), None);
+        // vtgate's own id with its state's errno (vtgate 24.0.4: 1049), only at the start.
+        assert_eq!(
+            code(1049, "VT05003: unknown database 'nope' in vschema"),
+            Some(Code::NotFound)
+        );
+        assert_eq!(code(1062, "Duplicate entry 'VT05003:' for key 't.u'"), None);
+        assert_eq!(
+            code(1054, "column 't.id' not found"),
+            Some(Code::InvalidArgument)
+        );
+        assert_eq!(code(1054, "Unknown column 'x' in 'field list'"), None);
         assert_eq!(code(1317, "code = Aborted"), None);
         // Other 1105s are unknown.
         assert_eq!(code(1105, "something else"), None);

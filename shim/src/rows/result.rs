@@ -5,7 +5,7 @@
 //! bytes, so each row is written straight into the answer's wire bytes as it is
 //! read, with one copy of its values and no `Row` struct ([`EncodedRows`]).
 use crate::settings::{Setting, Vars};
-use crate::types::type_map::{field_flags, vitess_type};
+use crate::types::type_map::{field_flags, vitess_field_flags, vitess_type};
 use ferry_proto::vitess::query::{Field, Type};
 pub const SETTINGS: &[Setting] = &[
     Setting {
@@ -39,7 +39,9 @@ use std::borrow::Cow;
 /// database-js look at `charset` and `flags`, not only name and type), with
 /// the flags as vitess reports them (`NUM_FLAG` on numbers). `column_type`
 /// is left for types/column_types.rs, which may also make a MariaDB LONGTEXT JSON.
-pub fn field(col: &Column) -> Field {
+/// From `vitess` (the server is vtgate): the flags as vtgate's own `Field` has
+/// them (types/type_map.rs `vitess_field_flags`), nothing added.
+pub fn field(col: &Column, vitess: bool) -> Field {
     let flags = col.flags().bits();
     let code = col.column_type() as u8;
     // MariaDB says which columns hold JSON (a table's, a temporary table's, a view's,
@@ -59,7 +61,11 @@ pub fn field(col: &Column) -> Field {
         column_length: col.column_length(),
         charset: u32::from(col.character_set()),
         decimals: u32::from(col.decimals()),
-        flags: field_flags(code, flags, col.column_length(), col.character_set()),
+        flags: if vitess {
+            vitess_field_flags(code, flags, ty)
+        } else {
+            field_flags(code, flags, col.column_length(), col.character_set())
+        },
         // Expressions have no column of their own: only JSON is named.
         column_type: if ty == Type::Json {
             "json".into()
@@ -285,7 +291,7 @@ mod tests {
             .with_character_set(63)
             .with_decimals(0)
             .with_flags(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG);
-        let f = field(&col);
+        let f = field(&col, false);
         assert_eq!((f.name.as_str(), f.org_name.as_str()), ("id", "id_col"));
         assert_eq!(
             (f.table.as_str(), f.org_table.as_str(), f.database.as_str()),

@@ -231,10 +231,12 @@ impl From<Gone> for Fail {
 /// The server status after a statement: (in a transaction, autocommit on).
 /// It comes with the last OK packet; an error packet carries none, and after
 /// an error the transaction may have ended (a deadlock rolls it back) or,
-/// in a multi-statement query, begun: then `DO 0` fetches a fresh status.
+/// in a multi-statement query, begun: then `SELECT 1` fetches a fresh status
+/// (its result's terminator carries one). A SELECT, because on Vitess in OLAP
+/// (a stream) vttablet streams nothing else: `DO 0` was refused there.
 async fn txn_status(conn: &mut Conn) -> Result<(bool, bool), mysql_async::Error> {
     if conn.last_ok_packet().is_none() {
-        conn.query_drop("DO 0").await?;
+        conn.query_drop("SELECT 1").await?;
     }
     let status = conn
         .last_ok_packet()

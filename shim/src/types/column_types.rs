@@ -10,7 +10,8 @@
 //! column_type from information_schema.columns where table_schema=... and
 //! table_name=...`). vttablet's query results carry no column_type at all
 //! (PlanetScale's answers have none): Ferry's is an addition, which clients
-//! of the psdb API ignore or may use.
+//! of the psdb API ignore or may use. In front of Vitess's vtgate there is
+//! none, as in vtgate's own answers (tests/vitess-equivalence).
 //!
 //! - A column of a table (the field names one: `org_table`, and a database)
 //!   gets `COLUMN_TYPE` as the server writes it (MariaDB: `int(11)`; MySQL 8:
@@ -212,7 +213,16 @@ impl Describer<'_> {
     /// The vitess fields of a result's columns. `server_version` is the
     /// connection's (MariaDB is 10 and up).
     pub async fn fields(&self, columns: &[Column], server_version: (u16, u16, u16)) -> Vec<Field> {
-        let mut fields: Vec<Field> = columns.iter().map(field).collect();
+        let vitess = self.pools.is_vitess();
+        let mut fields: Vec<Field> = columns.iter().map(|c| field(c, vitess)).collect();
+        if vitess {
+            // vtgate's own answers (its gRPC Execute, PlanetScale's) carry no
+            // column_type: none is added in front of it, and nothing is looked up.
+            for f in &mut fields {
+                f.column_type.clear();
+            }
+            return fields;
+        }
         let mariadb = server_version.0 >= 10;
         let mut wanted: Vec<Wanted<'_>> = Vec::new();
         for f in &fields {

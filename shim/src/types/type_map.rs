@@ -109,6 +109,35 @@ pub fn field_flags(mysql_type: u8, flags: u16, column_length: u32, charset: u16)
     u32::from(flags) | num
 }
 
+/// The flags of a field vtgate sent over its MySQL protocol, as vtgate's own `Field`
+/// has them (what its gRPC Execute answers). vtgate writes a field's flags as they
+/// are, and a tablet's numeric fields already carry `NUM_FLAG` (vttablet's own
+/// `readColumnDefinition` added it): nothing is added here. A field vtgate made
+/// itself (an aggregate it merged, an expression it evaluated) may have flags 0,
+/// which its `writeColumnDefinition` sends as the flags `sqltypes.TypeToMySQL` gives
+/// the type: a numeric field without `NUM_FLAG` that carries exactly those is one of
+/// them, and its flags are 0. A non-numeric one (BINARY on a DATE) cannot be told
+/// from a field that has those flags, and keeps them.
+pub fn vitess_field_flags(mysql_type: u8, flags: u16, ty: Type) -> u32 {
+    let flags = u32::from(flags);
+    if !is_num(mysql_type) || flags & NUM_FLAG != 0 {
+        return flags;
+    }
+    // sqltypes.TypeToMySQL's flags of the numeric types.
+    let of_type = match ty {
+        Type::Uint8 | Type::Uint16 | Type::Uint24 | Type::Uint32 | Type::Uint64 | Type::Year => {
+            u32::from(UNSIGNED_FLAG)
+        }
+        Type::NullType => u32::from(BINARY_FLAG),
+        _ => 0,
+    };
+    if flags == of_type {
+        0
+    } else {
+        flags
+    }
+}
+
 /// The most bytes one character takes in a result character set (the
 /// collation id a column definition carries), for the ones a connection may
 /// use: lengths of text columns come in bytes of it. `None` when unknown.
@@ -324,6 +353,23 @@ mod tests {
             0,
             "no length, no charset: no flags"
         );
+    }
+
+    /// vtgate 24.0.4's fields over its MySQL protocol → its gRPC Execute's flags.
+    #[test]
+    fn vitess_flags_are_vtgates_own() {
+        // A tablet's column: NUM_FLAG already there, kept as it is.
+        assert_eq!(vitess_field_flags(8, 36865, Type::Int64), 36865);
+        // vtgate's COUNT(DISTINCT e): NOT_NULL | BINARY, no NUM_FLAG added.
+        assert_eq!(vitess_field_flags(8, 257, Type::Int64), 257);
+        // vtgate's NULL literal and unsigned expressions had flags 0.
+        assert_eq!(vitess_field_flags(6, 128, Type::NullType), 0);
+        assert_eq!(vitess_field_flags(8, 32, Type::Uint64), 0);
+        assert_eq!(vitess_field_flags(13, 32, Type::Year), 0);
+        assert_eq!(vitess_field_flags(3, 0, Type::Int32), 0);
+        // Not a number: as sent (vtgate's MIN(date) with flags 0 cannot be told apart).
+        assert_eq!(vitess_field_flags(10, 128, Type::Date), 128);
+        assert_eq!(vitess_field_flags(253, 0, Type::Varchar), 0);
     }
 
     /// Definitions as MariaDB 10.11 and MySQL 8.0.33 sent them (to a utf8mb4
