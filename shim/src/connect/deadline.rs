@@ -56,6 +56,15 @@ impl Deadline {
             format!("the statement did not finish within its deadline ({ms} ms, {HEADER}); it was stopped"),
         )
     }
+
+    /// [`Deadline::error`] when MySQL did not stop the statement (its KILL failed).
+    pub fn error_not_stopped(&self) -> ConnectError {
+        let ms = self.at.map_or(0, |(_, ms)| ms);
+        ConnectError::new(
+            Code::DeadlineExceeded,
+            format!("the statement did not finish within its deadline ({ms} ms, {HEADER}); it could not be stopped and may still be running in the database"),
+        )
+    }
 }
 
 /// Connect: "1 to 10 ASCII digits", milliseconds. 0 is a deadline that has
@@ -104,6 +113,15 @@ mod tests {
             .unwrap_err();
         assert_eq!((waited.status(), waited.name()), (504, "deadline_exceeded"));
         assert!(waited.message.contains("50 ms"), "{}", waited.message);
+        // When the database did not stop it, the answer does not say it did.
+        let left = d.error_not_stopped();
+        assert_eq!(left.status(), 504);
+        assert!(
+            left.message.contains("could not be stopped")
+                && !left.message.contains("it was stopped"),
+            "{}",
+            left.message
+        );
         assert_eq!(Deadline::NONE.within(async { 7 }).await, Ok(7));
     }
 }

@@ -24,17 +24,19 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// Kills the statement running on `conn` and waits for the KILL, so the
 /// statement is gone once this returns; then closes `conn` in the background.
 /// The work runs in a task of its own: a caller that is dropped meanwhile (its
-/// client gave up too) does not leave a connection half stopped.
-pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) {
+/// client gave up too) does not leave a connection half stopped. Whether it was
+/// stopped: `false` when the KILL failed or timed out (e.g. vtgate without
+/// `--allow-kill-statement`), and the statement may still run.
+pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) -> bool {
     let opts = pools.side_opts(creds);
     let (user, why) = (creds.user.clone(), why.to_owned());
     let (killed_tx, killed_rx) = oneshot::channel();
     tokio::spawn(async move {
         let id = conn.id();
-        let outcome = match tokio::time::timeout(KILL_WAIT, kill_query(opts, id)).await {
-            Ok(Ok(())) => "killed".to_owned(),
-            Ok(Err(e)) => format!("kill failed: {e}"),
-            Err(_) => "kill timed out".to_owned(),
+        let (killed, outcome) = match tokio::time::timeout(KILL_WAIT, kill_query(opts, id)).await {
+            Ok(Ok(())) => (true, "killed".to_owned()),
+            Ok(Err(e)) => (false, format!("kill failed: {e}")),
+            Err(_) => (false, "kill timed out".to_owned()),
         };
         crate::log!(
             Level::Info,
@@ -44,10 +46,10 @@ pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) {
             reason = why,
             outcome = outcome
         );
-        let _ = killed_tx.send(());
+        let _ = killed_tx.send(killed);
         let _ = tokio::time::timeout(CLOSE_WAIT, conn.disconnect()).await;
     });
-    let _ = killed_rx.await;
+    killed_rx.await.unwrap_or(false)
 }
 
 async fn kill_query(opts: OptsBuilder, id: u32) -> Result<(), mysql_async::Error> {

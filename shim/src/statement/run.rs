@@ -132,8 +132,8 @@ pub async fn run(
         }
         Ran::Failed(e) => return source.failed(&out, &sql, Some(&e)).map(Answer::from),
         Ran::Stopped(why) => {
-            source.stopped(app, creds, why.reason()).await;
-            return Err(why.error(stop));
+            let killed = source.stopped(app, creds, why.reason()).await;
+            return Err(why.error(stop, killed));
         }
     };
     if app.track_gtid && may_have_committed(&sql, in_txn) {

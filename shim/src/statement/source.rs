@@ -136,7 +136,8 @@ impl Source {
 
     /// The statement was stopped: it is killed in MySQL and its connection
     /// closed; a pin ends as a dead connection's does (see the module comment).
-    pub async fn stopped(self, app: &App, creds: &Credentials, reason: &str) {
+    /// Whether the KILL stopped it (mysql/cancel.rs).
+    pub async fn stopped(self, app: &App, creds: &Credentials, reason: &str) -> bool {
         let conn = match self {
             Source::Pooled { conn, .. } => Some(conn),
             Source::Pinned { token, mut state } => {
@@ -148,8 +149,9 @@ impl Source {
                 conn
             }
         };
-        if let Some(conn) = conn {
-            cancel::stop(&app.pools, creds, conn, reason).await;
+        match conn {
+            Some(conn) => cancel::stop(&app.pools, creds, conn, reason).await,
+            None => true,
         }
     }
 

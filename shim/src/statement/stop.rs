@@ -43,9 +43,11 @@ impl Interrupt {
         }
     }
 
-    pub fn error(self, stop: &Stop) -> ConnectError {
+    /// The answer; `killed`: MySQL stopped the statement (mysql/cancel.rs).
+    pub fn error(self, stop: &Stop, killed: bool) -> ConnectError {
         match self {
-            Interrupt::Deadline => stop.deadline.error(),
+            Interrupt::Deadline if killed => stop.deadline.error(),
+            Interrupt::Deadline => stop.deadline.error_not_stopped(),
             Interrupt::ClientGone => ConnectError::new(Code::Canceled, "the client went away"),
         }
     }
