@@ -37,6 +37,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
+source "$LT/lib/cpu-note.sh"
 PATH="$PATH:/usr/sbin:/sbin"
 export K6_NO_USAGE_REPORT=true
 
@@ -212,19 +213,6 @@ print("  answered by: " + ", ".join(f"{k} {v}" for k, v in doc["served_by"].item
 PY
 }
 
-# cpu_note SUMMARY BEFORE AFTER: adds cpu_ms_per_call {name: ms} (÷ the run's measured calls).
-cpu_note() {
-  python3 - "$@" "$(getconf CLK_TCK)" <<'PY'
-import json, sys
-path, before, after, hz = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
-doc = json.load(open(path))
-calls = doc["metrics"].get("ferry_calls", {}).get("values", {}).get("count", 0) or 1
-b = dict(x.split(":") for x in before)
-doc["cpu_ms_per_call"] = {k: (int(v) - int(b[k])) * 1000 / hz / calls for k, v in (x.split(":") for x in after)}
-json.dump(doc, open(path, "w"))
-print("  cpu ms/call: " + ", ".join(f"{k} {v:.2f}" for k, v in doc["cpu_ms_per_call"].items()))
-PY
-}
 
 # prioritize PID...: every thread of these processes to nice $RUN_NICE (and k6 runs
 # with it): the host is shared, and builds next to a loopback benchmark skew it.

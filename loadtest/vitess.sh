@@ -34,6 +34,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
+source "$LT/lib/cpu-note.sh"
 PATH="$PATH:/usr/sbin:/sbin:/usr/local/go/bin"
 export K6_NO_USAGE_REPORT=true
 
@@ -245,18 +246,6 @@ children_ticks() {
   printf -v "$1" '%s' "$((st[13] + st[14]))"
 }
 
-cpu_note() {
-  python3 - "$@" "$(getconf CLK_TCK)" <<'PY'
-import json, sys
-path, before, after, hz = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), int(sys.argv[4])
-doc = json.load(open(path))
-calls = doc["metrics"].get("ferry_calls", {}).get("values", {}).get("count", 0) or 1
-b = dict(x.split(":") for x in before)
-doc["cpu_ms_per_call"] = {k: (int(v) - int(b[k])) * 1000 / hz / calls for k, v in (x.split(":") for x in after)}
-json.dump(doc, open(path, "w"))
-print("  cpu µs/call: " + ", ".join(f"{k} {v * 1000:.0f}" for k, v in doc["cpu_ms_per_call"].items()))
-PY
-}
 
 # pids: Envoy and the shim (stack.sh's pid files), vtcombo and mysqld (vttestserver's session).
 pids() {
@@ -310,7 +299,7 @@ run() {
     || echo "  k6 failed for $name: see $OUT/logs/$name.log" >&2
   children_ticks k6b
   [ -s "$OUT/runs/$name.json" ] || { echo "  no summary from $name: see $OUT/logs/$name.log" >&2; MISSING=$((MISSING + 1)); return; }
-  cpu_note "$OUT/runs/$name.json" "$cpu0 k6:$k6a" "$(cpu_snap) k6:$k6b"
+  cpu_note "$OUT/runs/$name.json" "$cpu0 k6:$k6a" "$(cpu_snap) k6:$k6b" us
 }
 
 # matrix: QUERIES × VUS_LIST × CLIENTS, ROUNDS rounds; the client order reversed every other

@@ -111,11 +111,31 @@ pub fn assigned(sql: &str) -> Option<Assigned> {
     }
     match tokens.first() {
         Some(Tok::Word(w)) if eq(w, "SET") => set(tokens.get(1..).unwrap_or_default()),
+        // A procedure's OUT and INOUT parameters: every user variable among its
+        // arguments may be assigned (what else the procedure does is not read here).
+        Some(Tok::Word(w)) if eq(w, "CALL") => Some(Assigned {
+            user: call_arguments(tokens)?,
+            system: Vec::new(),
+        }),
         _ => Some(Assigned {
             user: assigned_in_expressions(tokens)?,
             system: Vec::new(),
         }),
     }
+}
+
+/// The user variables of a `CALL`'s arguments.
+fn call_arguments(tokens: &[Tok<'_>]) -> Option<Vec<String>> {
+    let mut user = Vec::new();
+    for tok in tokens {
+        if let Tok::UserVar(name) = tok {
+            if !plain_name(name) {
+                return None;
+            }
+            push(&mut user, name.to_ascii_lowercase());
+        }
+    }
+    Some(user)
 }
 
 /// `@v := ...` and `... INTO @a, @b` anywhere in a statement other than SET.
@@ -275,6 +295,10 @@ mod tests {
         assert_eq!(user("SELECT a, b INTO @a, @b FROM t"), ["a", "b"]);
         assert_eq!(user("SELECT a FROM t INTO @a;"), ["a"]);
         assert_eq!(user("UPDATE t SET n = @n := n + 1"), ["n"]);
+        // A procedure's arguments may be OUT parameters.
+        assert_eq!(user("CALL p(1, @out, @Io)"), ["out", "io"]);
+        assert!(user("CALL p()").is_empty());
+        assert_eq!(assigned("CALL p(@'quoted')"), None);
         // Reading is not assigning.
         assert!(user("SELECT @v, @w + 1 FROM t WHERE x = @v").is_empty());
         assert!(user("SELECT 1").is_empty());

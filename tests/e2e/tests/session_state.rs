@@ -186,6 +186,41 @@ async fn assignments_in_selects_travel_too() {
 }
 
 #[tokio::test]
+async fn a_procedure_s_out_parameters_travel_too() {
+    let p = unique("out_proc");
+    let r = execute(
+        Way::ConnectJsonH2,
+        &format!("CREATE PROCEDURE {p}(IN i INT, OUT o INT, INOUT io VARCHAR(10)) BEGIN SET o = i * 2; SET io = CONCAT(io, '!'); END"),
+    )
+    .await;
+    ok(&r, "CREATE PROCEDURE");
+    let s = ok(
+        &execute(Way::ConnectJsonH2, "SET @io = 'hi'").await,
+        "SET @io",
+    );
+    let s = ok(
+        &execute_in(
+            Way::ConnectJsonH2,
+            Some(&s),
+            &format!("CALL {p}(21, @o, @io)"),
+        )
+        .await,
+        "CALL",
+    );
+    assert!(
+        !pinned(&s),
+        "a CALL that leaves no transaction holds no connection"
+    );
+    let r = execute_in(Way::ConnectProtoH2, Some(&s), "SELECT @o, @io").await;
+    ok(&r, "SELECT @o, @io");
+    assert_eq!(row(&r), [Some("42".to_owned()), Some("hi!".to_owned())]);
+    ok(
+        &execute(Way::ConnectJsonH2, &format!("DROP PROCEDURE {p}")).await,
+        "DROP PROCEDURE",
+    );
+}
+
+#[tokio::test]
 async fn tampered_variables_are_refused() {
     let s = ok(
         &execute(
