@@ -121,6 +121,12 @@ vitess_gateway() {
 }
 stop_all() { vitess_gateway down; vitess_cluster down; tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
+# The databases' fixed ports that lie in Linux's ephemeral range, kept off outgoing
+# connections for the whole run (a client's local port once took 43382 just before
+# vttestserver's mysqld bound it): scripts/reserve-ports.sh (root only).
+"$ROOT/scripts/reserve-ports.sh" "$FERRY_MYSQL_PORT" "${FERRY_E2E_MYSQL8_MYSQL_PORT:-43307}" \
+  "${FERRY_E2E_REPLICAS_MYSQL_PORT:-43308}" "${FERRY_E2E_REPLICAS_REPLICA_MYSQL_PORT:-43309}" \
+  "$VITESS_BASE_PORT-$((VITESS_BASE_PORT + 3))"
 stop_all >/dev/null 2>&1 || true
 rm -rf "$FERRY_RUN_DIR"
 trap stop_all EXIT

@@ -109,7 +109,10 @@ mysql8_start() {
 mysql_up() {
   if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then
     "$(dirname "$0")/vitess.sh" up; return
-  elif [ "$FERRY_MYSQL_FLAVOR" = mysql8 ]; then
+  fi
+  # Its port may be in Linux's ephemeral range (33306, 43306...): keep connections off it.
+  "$(dirname "$0")/reserve-ports.sh" "$FERRY_MYSQL_PORT"
+  if [ "$FERRY_MYSQL_FLAVOR" = mysql8 ]; then
     mysql8_init
     mysql8_start
   else
@@ -132,6 +135,7 @@ mysql_up() {
 # mysql-root.cnf, then seeded from the primary and replicating it.
 sql_replica() { mariadb --defaults-file="$ROOT_CNF" --socket="$FERRY_REPLICA_MYSQL_SOCKET" "$@"; }
 replica_up() {
+  "$(dirname "$0")/reserve-ports.sh" "$FERRY_REPLICA_MYSQL_PORT"
   [ "$(sql_root -N -e 'SELECT @@log_bin')" = 1 ] \
     || { echo "the primary MariaDB runs without a binary log: stop it (make down) and start again with FERRY_REPLICAS=1" >&2; return 1; }
   if ! [ -d "$RDATA/mysql" ]; then

@@ -186,6 +186,8 @@ up() {
   # vttestserver's flags: vtgate's auth, KILL through vtgate, its MySQL port, pool sizes.
   echo "starting Vitess $(version) as $user: keyspaces $keyspaces (shards $shards), vtgate on $FERRY_VITESS_HOST:$FERRY_VITESS_MYSQL_PORT"
   : > "$LOG"; chown "$user" "$LOG"
+  # Its ports are in Linux's ephemeral range: no outgoing connection may hold one meanwhile.
+  "$(dirname "$0")/reserve-ports.sh" "$FERRY_VITESS_PORT-$((FERRY_VITESS_PORT + 2))" "$FERRY_VITESS_MYSQL_PORT"
   env VTROOT="$FERRY_VITESS_HOME" VTDATAROOT="$FERRY_VITESS_DIR" VT_MYSQL_ROOT="$FERRY_MYSQL8_HOME" \
     HOME="$FERRY_VITESS_DIR" TMPDIR="$FERRY_VITESS_DIR" \
     FERRY_VTCOMBO_FLAGS="$auth_flags --allow-kill-statement --mysql-server-port $FERRY_VITESS_MYSQL_PORT $FERRY_VITESS_FLAGS" \
