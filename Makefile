@@ -124,8 +124,9 @@ bench-sessions: build
 	loadtest/bench.sh sessions
 
 # Serverless-shaped sessions with state (issue 26; docs/benchmarks/sessions.md "Serverless sessions"):
-# short-lived sessions that SET a variable and a setting then read them, against the same load
-# without state, HTTP/2 and HTTP/3; ~2 minutes.
+# short-lived sessions that SET a variable and a setting then read them, sessions that all SET the
+# same settings, and the same load without state, HTTP/2 and HTTP/3; under a minute.
+# FERRY_SETTINGS_POOL_MAX=0 make bench-serverless: the same without the shim's settings pool.
 .PHONY: bench-serverless
 bench-serverless: build
 	loadtest/bench.sh serverless

@@ -816,16 +816,18 @@ case "${1:-}" in
     finish || true ;;
   serverless)
     # Short-lived sessions that SET a variable and a setting, then read them (k6/serverless.js),
-    # against the same statements without state: HTTP/2 and HTTP/3, SERVERLESS_VUS at once;
-    # MariaDB's connection counters after each. The state travels in the session (no pin).
+    # against the same statements without state, and sessions that all set the same settings
+    # (SERVERLESS_MODES, default plain state settings): HTTP/2 and HTTP/3, SERVERLESS_VUS at once;
+    # MariaDB's connection counters and SET count after each. The state travels in the session
+    # (no pin). The shim's settings pool is on (FERRY_SETTINGS_POOL_MAX=0 in the environment: off).
     prepare serverless; use_local; shape loopback
     root_sql=(mariadb --defaults-file="$FERRY_RUN_DIR/mysql-root.cnf" --socket="$FERRY_MYSQL_SOCKET" -N -B)
     CPU_PIDS="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)"
     for client in h2 h3; do
-      for mode in plain state; do
+      for mode in ${SERVERLESS_MODES:-plain state settings}; do
         "${root_sql[@]}" -e "FLUSH STATUS"
         run serverless "$client" "$mode" "${SERVERLESS_VUS:-20}" "${SERVERLESS_ITER:-50}"
-        "${root_sql[@]}" -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Max_used_connections', 'Threads_connected')" \
+        "${root_sql[@]}" -e "SHOW GLOBAL STATUS WHERE Variable_name IN ('Max_used_connections', 'Threads_connected', 'Com_set_option')" \
           | tee "$OUT/runs/serverless.$client.$mode.mariadb.txt" | sed 's/^/  mariadb: /'
       done
     done
