@@ -100,6 +100,9 @@ build_psdbproxy() {
     if [ -z "${FERRY_PSDBPROXY_GIT:-}" ]; then
       cat "$OUT/psdbproxy-build.log" >&2
       echo "psdbproxy: the Go module proxy did not serve it; FERRY_PSDBPROXY_GIT may name a git dir of github.com/planetscale/psdbproxy" >&2
+      # Not served here (the proxy refuses the module, none in the module cache): not run,
+      # and said so. Any other build failure fails.
+      grep -Eq 'planetscale/psdbproxy.*(403|404|410|not available|not found)' "$OUT/psdbproxy-build.log" && return 3
       return 1
     fi
     echo "psdbproxy: not from the Go module proxy; from the pinned commit in $FERRY_PSDBPROXY_GIT"
@@ -152,7 +155,13 @@ if [[ $SUITES == *,psdbproxy,* ]]; then
   (umask 077 && printf '[client]\nuser=anyone\npassword=anything\nhost=127.0.0.1\nport=%s\n' "$PROXY_PORT" >"$OUT/psdbproxy.cnf")
   if [ -z "$MYSQL" ]; then
     bad "mysql client" "none found (FERRY_MYSQL_CLIENT)"
-  elif ! build_psdbproxy; then
+  else
+    build_psdbproxy; built=$?
+  fi
+  if [ -z "$MYSQL" ]; then :
+  elif [ "$built" = 3 ]; then
+    echo "NOT RUN psdbproxy + mysql: github.com/planetscale/psdbproxy is not served by this machine's Go module proxy and is not in its module cache (FERRY_PSDBPROXY_GIT: a git dir of it with the pinned commit)"
+  elif [ "$built" != 0 ]; then
     bad "build psdbproxy" "see $OUT/psdbproxy-build.log"
   else
     # The gateway's certificate is the dev CA's: Go's crypto/x509 reads it from SSL_CERT_FILE.
