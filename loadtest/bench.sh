@@ -37,7 +37,10 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
-source "$LT/lib/cpu-note.sh"
+source "$LT/lib/cpu.sh"
+source "$LT/lib/rtt.sh"
+# rtt: median TCP connect time to MariaDB's port from the client side, in ms.
+rtt() { tcp_rtt_ms "$HOST" "$FERRY_MYSQL_PORT"; }
 PATH="$PATH:/usr/sbin:/sbin"
 export K6_NO_USAGE_REPORT=true
 
@@ -103,16 +106,6 @@ shape() {
   echo "== network $NETLABEL (measured TCP connect RTT ${RTT} ms)"
 }
 
-# rtt: median TCP connect time to MariaDB's port from the client side, in ms.
-rtt() {
-  "${CLI_NS[@]}" python3 - "$HOST" "$FERRY_MYSQL_PORT" <<'PY'
-import socket, sys, time
-t = []
-for _ in range(9):
-    s = time.perf_counter(); c = socket.create_connection((sys.argv[1], int(sys.argv[2]))); t.append(time.perf_counter() - s); c.close()
-print(f"{sorted(t)[4] * 1000:.3f}")
-PY
-}
 
 # plan WORKLOAD: VUs/iterations for the profile (smoke|full) and network.
 plan() {
@@ -162,33 +155,7 @@ run() {
   [ -z "$served0" ] || served_note "$OUT/runs/$name.json" "$served0" "$(served_snap)"
 }
 
-# --- CPU per call of the stack's processes: CPU_PIDS="envoy:PID shim:PID mysql:PID" ---
-# cpu_snap prints "name:ticks ..." (utime + stime of the whole process, all threads);
-# PID "all" = the whole host's busy time, every core (/proc/stat: all but idle and iowait);
-# PID "irq" = its interrupt and softirq part (loopback's packet receive work is mostly
-# softirq, charged to no process).
-cpu_snap() {
-  local np
-  for np in $CPU_PIDS; do
-    case ${np#*:} in
-      all) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)"
-        continue ;;
-      irq) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $7 + $8; exit }' /proc/stat)"
-        continue ;;
-    esac
-    printf '%s:%s ' "${np%%:*}" "$(sed 's/^.*) //' "/proc/${np#*:}/stat" | awk '{ print $12 + $13 }')"
-  done
-}
 
-# children_ticks VAR: this shell's waited-for children's CPU (cutime + cstime, ticks) into
-# VAR. Taken around the k6 pipeline in run(), it is k6's own CPU (cpu_ms_per_call "k6"):
-# no fork here, so the snapshot does not count itself.
-children_ticks() {
-  local st
-  read -r st <"/proc/$BASHPID/stat"
-  read -r -a st <<<"${st##*) }" # fields from 3 (state) on: cutime (16) and cstime (17)
-  printf -v "$1" '%s' "$((st[13] + st[14]))"
-}
 
 # --- which shim answered: SERVED_SHIMS="shim:HOST:PORT shim-replica:HOST:PORT" ---
 # served_snap prints "name:count ..." (Execute answers, ferry_shim_requests_total at /metrics).

@@ -34,7 +34,10 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
-source "$LT/lib/cpu-note.sh"
+source "$LT/lib/cpu.sh"
+source "$LT/lib/rtt.sh"
+# rtt: median TCP connect time to vtgate's MySQL port from the client side, in ms.
+rtt() { tcp_rtt_ms "$HOST" "$VTGATE_PORT"; }
 PATH="$PATH:/usr/sbin:/sbin:/usr/local/go/bin"
 export K6_NO_USAGE_REPORT=true
 
@@ -214,37 +217,8 @@ net_down() {
   ip netns del "$NS_S" 2>/dev/null || true
 }
 
-# rtt: median TCP connect time to vtgate's MySQL port from the client side, in ms.
-rtt() {
-  "${CLI_NS[@]}" python3 - "$HOST" "$VTGATE_PORT" <<'PY'
-import socket, sys, time
-t = []
-for _ in range(9):
-    s = time.perf_counter(); c = socket.create_connection((sys.argv[1], int(sys.argv[2]))); t.append(time.perf_counter() - s); c.close()
-print(f"{sorted(t)[4] * 1000:.3f}")
-PY
-}
 
-# --- CPU per call (bench.sh's method): utime+stime of each process from /proc/<pid>/stat
-# before and after a run ÷ its calls; host = every core's busy time, irq = interrupt+softirq ---
-cpu_snap() {
-  local np
-  for np in $CPU_PIDS; do
-    case ${np#*:} in
-      all) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat)"; continue ;;
-      irq) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $7 + $8; exit }' /proc/stat)"; continue ;;
-    esac
-    printf '%s:%s ' "${np%%:*}" "$(sed 's/^.*) //' "/proc/${np#*:}/stat" | awk '{ print $12 + $13 }')"
-  done
-}
 
-# children_ticks VAR: this shell's waited-for children's CPU (k6's, taken around its run).
-children_ticks() {
-  local st
-  read -r st <"/proc/$BASHPID/stat"
-  read -r -a st <<<"${st##*) }"
-  printf -v "$1" '%s' "$((st[13] + st[14]))"
-}
 
 
 # pids: Envoy and the shim (stack.sh's pid files), vtcombo and mysqld (vttestserver's session).
