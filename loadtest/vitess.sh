@@ -276,13 +276,19 @@ run() {
   cpu_note "$OUT/runs/$name.json" "$cpu0 k6:$k6a" "$(cpu_snap) k6:$k6b" us
 }
 
+# round_order ROUND: CLIENTS in order on odd rounds, reversed on even ones.
+round_order() {
+  local order=${CLIENTS:-mysql h2 h3}
+  [ $(($1 % 2)) = 1 ] || order=$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')
+  echo "$order"
+}
+
 # matrix: QUERIES × VUS_LIST × CLIENTS, ROUNDS rounds; the client order reversed every other
 # round, so drift on the shared host hits every client alike.
 matrix() {
   local round order q vus c
   for round in $(seq "${ROUNDS:-3}"); do
-    RUN_SUFFIX=".r$round" order=${CLIENTS:-mysql h2 h3}
-    [ $((round % 2)) = 1 ] || order=$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')
+    RUN_SUFFIX=".r$round" order=$(round_order "$round")
     echo "== round $round: $order"
     for q in ${QUERIES:-point scatter}; do
       for vus in ${VUS_LIST:-1 32}; do
@@ -309,8 +315,7 @@ paced() {
 far() {
   local round order c v variants
   for round in $(seq "${COLD_ROUNDS:-2}"); do
-    RUN_SUFFIX=".r$round" order=${CLIENTS:-mysql h2 h3}
-    [ $((round % 2)) = 1 ] || order=$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')
+    RUN_SUFFIX=".r$round" order=$(round_order "$round")
     echo "== far cold start, round $round: $order"
     for c in $order; do
       variants="noresume resume"; [ "$c" = h3 ] && variants="noresume resume 0rtt"

@@ -112,7 +112,7 @@ async fn run(cfg: Config) -> Result<(), String> {
         async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                app.pins.sweep();
+                app.pins.sweep(app.pools.is_vitess());
                 app.kept.sweep(app.pools.is_vitess());
             }
         }

@@ -40,7 +40,7 @@ use std::borrow::Cow;
 /// the flags as vitess reports them (`NUM_FLAG` on numbers). `column_type`
 /// is left for types/column_types.rs, which may also make a MariaDB LONGTEXT JSON.
 /// From `vitess` (the server is vtgate): the flags as vtgate's own `Field` has
-/// them (types/type_map.rs `vitess_field_flags`), nothing added.
+/// them (types/type_map.rs `vitess_field_flags`) and no `column_type`, as vtgate adds none.
 pub fn field(col: &Column, vitess: bool) -> Field {
     let flags = col.flags().bits();
     let code = col.column_type() as u8;
@@ -67,7 +67,7 @@ pub fn field(col: &Column, vitess: bool) -> Field {
             field_flags(code, flags, col.column_length(), col.character_set())
         },
         // Expressions have no column of their own: only JSON is named.
-        column_type: if ty == Type::Json {
+        column_type: if ty == Type::Json && !vitess {
             "json".into()
         } else {
             String::new()

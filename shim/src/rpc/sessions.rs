@@ -70,7 +70,7 @@ async fn close_session(
     match token {
         Some(t) if t.pinned => {
             if let Some(pin) = app.pins.get(&t.id) {
-                pin.state.lock().await.release();
+                pin.state.lock().await.release(app.pools.is_vitess());
                 app.pins.end(&t.id, Ended::Released);
             }
         }

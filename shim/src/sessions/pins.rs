@@ -28,16 +28,15 @@ pub struct PinState {
     /// A transaction is open (from the server status flags).
     pub in_transaction: bool,
     pub lost: Option<String>,
-    /// COM_RESET_CONNECTION would not clear what the connection may carry (Vitess:
-    /// mysql/pool.rs `Pools::is_vitess`): it is closed when the pin ends.
-    pub unresettable: bool,
 }
 
 impl PinState {
-    /// Takes the connection out of the pin and lets it go (`retire`).
-    pub fn release(&mut self) {
+    /// Takes the connection out of the pin and lets it go (`retire`). `unresettable`:
+    /// COM_RESET_CONNECTION would not clear what it may carry (Vitess: mysql/pool.rs
+    /// `Pools::is_vitess`), so it is closed.
+    pub fn release(&mut self, unresettable: bool) {
         if let Some(conn) = self.conn.take() {
-            retire(conn, self.sticky || self.unresettable);
+            retire(conn, self.sticky || unresettable);
         }
     }
 }
@@ -148,7 +147,8 @@ impl Pins {
 
     /// Ends pins idle past their limit (their connections go back to the pool
     /// armed for reset, which rolls the transaction back); call periodically.
-    pub fn sweep(&self) {
+    /// Ends the pins idle past their limit; `unresettable`: as for [`PinState::release`].
+    pub fn sweep(&self, unresettable: bool) {
         let candidates: Vec<(SessionId, Arc<Pin>)> = lock(&self.live)
             .iter()
             .map(|(id, p)| (*id, p.clone()))
@@ -178,7 +178,7 @@ impl Pins {
                     limit.as_secs()
                 )
             };
-            state.release();
+            state.release(unresettable);
             state.lost = Some(why.clone());
             drop(state);
             crate::log!(
@@ -288,7 +288,6 @@ mod tests {
             sticky: false,
             in_transaction: true,
             lost: None,
-            unresettable: false,
         }
     }
 
@@ -375,7 +374,7 @@ mod tests {
         sticky.sticky = true;
         pins.insert([2; 16], "a".into(), sticky);
         tokio::time::sleep(Duration::from_millis(30)).await;
-        pins.sweep();
+        pins.sweep(false);
         assert!(pins.get(&[1; 16]).is_none());
         assert!(
             matches!(pins.ended(&[1; 16]), Some(Ended::Lost(why)) if why.contains("idle for more than"))

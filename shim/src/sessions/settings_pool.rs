@@ -96,14 +96,15 @@ impl SettingsPool {
         if self.max == 0 {
             return None;
         }
+        let key = self.key(creds);
         let mut kept = self.lock();
-        let list = kept.get_mut(&self.key(creds))?;
+        let list = kept.get_mut(&key)?;
         let at = list.iter().rposition(|k| {
             k.state == state && constant_time_eq(k.password.as_bytes(), creds.password.as_bytes())
         })?;
         let found = list.remove(at).map(|k| k.conn);
         if list.is_empty() {
-            kept.remove(&self.key(creds));
+            kept.remove(&key);
         }
         found
     }
@@ -177,6 +178,11 @@ impl SettingsPool {
     /// Connections kept now.
     pub fn len(&self) -> usize {
         self.lock().values().map(VecDeque::len).sum()
+    }
+
+    /// None kept now (a credential's list goes when it empties).
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CredKey, VecDeque<Kept>>> {

@@ -58,7 +58,9 @@ pub async fn run(
     } = ready;
     let mut out = SessionOut::new(app, creds, id, base);
     let pooled = source.is_pooled();
-    let carried = source.carries().is_some();
+    // The state a pooled connection has for the statement: set now, or already on
+    // one from the settings pool (sessions/settings_pool.rs).
+    let (state_key, carried) = source.take_state();
     let Some(conn) = source.conn() else {
         return source.failed(&out, &sql, None).map(Answer::from);
     };
@@ -68,9 +70,6 @@ pub async fn run(
         .pools
         .is_vitess()
         .then(|| state::vtgate_workload(&out.base, stream));
-    // The state a pooled connection has for the statement: set now, or already
-    // on one from the settings pool (sessions/settings_pool.rs).
-    let state_key = pooled.then(|| state::key(&out.base, workload)).flatten();
     let around = Around {
         // A pooled connection's LAST_INSERT_ID() is whoever used it last; the
         // session's own (sealed) value is what a direct connection would give.

@@ -38,12 +38,14 @@ use tokio::sync::OwnedMutexGuard;
 pub enum Source {
     /// Any pooled connection of the credential (armed for reset). `may_pin`:
     /// the text says the statement makes a transaction or session state, and
-    /// a pin was admitted for it. `carries`: it comes from the settings pool
-    /// with this state on it (sessions/settings_pool.rs: the state's key).
+    /// a pin was admitted for it. `state`: the key of the session's state for this
+    /// statement (sessions/state.rs `key`), `carried`: the connection came from the
+    /// settings pool with that state on it (sessions/settings_pool.rs).
     Pooled {
         conn: Conn,
         may_pin: bool,
-        carries: Option<String>,
+        state: Option<String>,
+        carried: bool,
     },
     /// The session's pinned connection, held by this request until it is done
     /// (the session's other requests queue behind it); `state.conn` is set.
@@ -77,11 +79,12 @@ impl Source {
         matches!(self, Source::Pooled { .. })
     }
 
-    /// The state a pooled connection already carries (the settings pool's key).
-    pub fn carries(&self) -> Option<&str> {
+    /// For a pooled connection: the key of the session's state, taken out, and
+    /// whether the connection already carries it.
+    pub fn take_state(&mut self) -> (Option<String>, bool) {
         match self {
-            Source::Pooled { carries, .. } => carries.as_deref(),
-            Source::Pinned { .. } => None,
+            Source::Pooled { state, carried, .. } => (state.take(), *carried),
+            Source::Pinned { .. } => (None, false),
         }
     }
 
@@ -182,7 +185,7 @@ impl Source {
                 }
                 .holds_a_pin();
                 if !keep {
-                    state.release();
+                    state.release(app.pools.is_vitess());
                     drop(state);
                     app.pins.end(&token.id, Ended::Released);
                 }
@@ -220,7 +223,6 @@ impl Source {
                             sticky: left.sticky,
                             in_transaction: left.in_txn,
                             lost: None,
-                            unresettable: app.pools.is_vitess(),
                         },
                     );
                     crate::log!(

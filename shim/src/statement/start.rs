@@ -106,7 +106,7 @@ impl Ready {
             // needs no knowledge of the server (a replica behind).
             Source::Pooled {
                 conn,
-                carries: Some(_),
+                carried: true,
                 ..
             } => crate::sessions::pins::retire(conn, true),
             Source::Pooled { mut conn, .. } => conn.reset_connection(false),
@@ -415,13 +415,13 @@ async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError
         false => state::key(&out.base, workload),
     };
     let kept = key.as_deref().and_then(|k| app.kept.take(creds, k));
-    let carries = kept.is_some().then_some(key).flatten();
+    let carried = kept.is_some();
     let mut conn = match kept {
         Some(conn) => conn,
         None => {
             // None idle in the credential's pool: a kept one goes back first, so that
             // kept connections never make a request wait.
-            if app.pools.idle(creds) == Some(0) {
+            if !app.kept.is_empty() && app.pools.idle(creds) == Some(0) {
                 app.kept.give_one_back(creds, vitess);
             }
             app.pools.conn(creds).await?
@@ -442,7 +442,8 @@ async fn pooled(out: SessionOut<'_>, query: Query) -> Result<Start, ConnectError
     let source = Source::Pooled {
         conn,
         may_pin,
-        carries,
+        state: key,
+        carried,
     };
     Ok(Start::Run(Ready::new(out, query, source)))
 }

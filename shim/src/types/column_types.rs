@@ -217,10 +217,8 @@ impl Describer<'_> {
         let mut fields: Vec<Field> = columns.iter().map(|c| field(c, vitess)).collect();
         if vitess {
             // vtgate's own answers (its gRPC Execute, PlanetScale's) carry no
-            // column_type: none is added in front of it, and nothing is looked up.
-            for f in &mut fields {
-                f.column_type.clear();
-            }
+            // column_type: none is added in front of it (rows/result.rs), and nothing
+            // is looked up.
             return fields;
         }
         let mariadb = server_version.0 >= 10;
