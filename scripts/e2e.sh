@@ -113,7 +113,9 @@ VITESS_RUN_DIR="$FERRY_RUN_DIR/vitess-e2e"
 VITESS_BASE_PORT="${FERRY_E2E_VITESS_BASE_PORT:-43380}"
 VITESS_GW_PORT="${FERRY_E2E_VITESS_PORT:-18455}"
 vitess_cluster() { FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_VITESS_PORT="$VITESS_BASE_PORT" "$ROOT/scripts/vitess.sh" "$@"; }
+VITESS_REPLICA_SHIM_ADDR="${FERRY_E2E_VITESS_REPLICA_SHIM_ADDR:-127.0.0.1:18097}"
 vitess_gateway() {
+  FERRY_MYSQL_FLAVOR=vitess FERRY_VITESS_PORT="$VITESS_BASE_PORT" FERRY_REPLICAS=1 FERRY_REPLICA_SHIM_ADDR="$VITESS_REPLICA_SHIM_ADDR" \
   FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_PORT="$VITESS_GW_PORT" FERRY_ADMIN_PORT="${FERRY_E2E_VITESS_ADMIN_PORT:-19911}" \
     FERRY_SHIM_ADDR="${FERRY_E2E_VITESS_SHIM_ADDR:-127.0.0.1:18096}" FERRY_MYSQL_HOST=127.0.0.1 \
     FERRY_MYSQL_PORT="$((VITESS_BASE_PORT + 3))" FERRY_MYSQL_TRANSPORT=tcp FERRY_SHIM_UNIX="" \
@@ -213,13 +215,14 @@ if [ "${FERRY_E2E_VITESS:-1}" = 1 ]; then
   # ORMs, PlanetScale's Go client, psdbproxy + the mysql client on port 18456).
   (vitess_cluster up >/dev/null && vitess_gateway gateway >/dev/null \
     && export FERRY_E2E_VITESS_GATEWAY=1 FERRY_RUN_DIR="$VITESS_RUN_DIR" FERRY_PORT="$VITESS_GW_PORT" \
+      FERRY_E2E_VITESS_HTTP="127.0.0.1:$VITESS_BASE_PORT" FERRY_REPLICA_SHIM_ADDR="$VITESS_REPLICA_SHIM_ADDR" \
     && { vs=0; cargo test -p ferry-e2e --test vitess || vs=1
       (cd "$ROOT/tests/vitess-equivalence" && PATH="$PATH:/usr/local/go/bin" \
         FERRY_URL="https://127.0.0.1:$VITESS_GW_PORT" FERRY_CA="$VITESS_RUN_DIR/certs/ca.pem" \
         VTGATE_GRPC="127.0.0.1:$((VITESS_BASE_PORT + 1))" go run .) || vs=1
       FERRY_PSDBPROXY_PORT="${FERRY_E2E_PSDBPROXY_PORT:-18456}" "$ROOT/tests/vitess-clients.sh" || vs=1
       exit $vs; }) || status=$?
-  ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$VITESS_RUN_DIR"/logs/{envoy,shim}.log || status=1
+  ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$VITESS_RUN_DIR"/logs/{envoy,shim,shim-replica}.log || status=1
   vitess_gateway down >/dev/null; vitess_cluster down >/dev/null
 fi
 

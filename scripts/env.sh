@@ -11,7 +11,7 @@ case "$FERRY_RUN_DIR" in /*) ;; *) FERRY_RUN_DIR="$ROOT/$FERRY_RUN_DIR" ;; esac
 : "${FERRY_SHIM_UNIX:=}"                    # shim: optional extra unix socket
 : "${FERRY_SHIMS:=1}"                       # shims behind Envoy: 1 (envoy/ferry.yaml) or 2 (envoy/two-shims.yaml)
 : "${FERRY_SHIM2_ADDR:=127.0.0.1:8082}"     # the second shim (FERRY_SHIMS=2), h2c
-: "${FERRY_REPLICAS:=0}"                    # 1: also a MariaDB GTID replica of the primary, its own shim, envoy/replicas.yaml
+: "${FERRY_REPLICAS:=0}"                    # 1: also a MariaDB GTID replica of the primary (on Vitess: vtgate's replica tablets), its own shim, envoy/replicas.yaml
 : "${FERRY_REPLICA_SHIM_ADDR:=127.0.0.1:8083}"  # the replica's shim (FERRY_REPLICAS=1; FERRY_SHIM_ROLE=replica), h2c
 : "${FERRY_REPLICA_MYSQL_PORT:=33307}"      # the replica MariaDB (FERRY_REPLICAS=1): TCP port ...
 : "${FERRY_REPLICA_MYSQL_SOCKET:=$FERRY_RUN_DIR/mysql-replica.sock}"  # ... and socket (data: $FERRY_RUN_DIR/mysql-replica)

@@ -13,7 +13,10 @@
 # FERRY_MYSQL_FLAVOR=vitess: a local Vitess cluster instead (scripts/vitess.sh: vttestserver
 # on MySQL 8, keyspace ferry in 2 shards, vtgate checking passwords; its FERRY_VITESS_*
 # settings), the shim pointed at vtgate's MySQL port over TCP. `down` stops it too.
-# FERRY_REPLICAS=1 (MariaDB only): the primary writes a binary log (GTIDs), and a second
+# FERRY_REPLICAS=1 with FERRY_MYSQL_FLAVOR=vitess: no second server (vtgate's replica
+# tablets are the replicas): the replica's shim points at the same vtgate and, in Vitess
+# mode, targets its replica tablets (`ferry@replica`); Envoy runs envoy/replicas.yaml.
+# FERRY_REPLICAS=1 (MariaDB): the primary writes a binary log (GTIDs), and a second
 # MariaDB (data $FERRY_RUN_DIR/mysql-replica, port FERRY_REPLICA_MYSQL_PORT, socket
 # FERRY_REPLICA_MYSQL_SOCKET, read_only) replicates it with GTIDs (master_use_gtid=slave_pos);
 # seeded once from a consistent dump of the primary (accounts included), as the
@@ -54,8 +57,8 @@ wait_for() { # wait_for WHAT SECONDS CMD...
 
 ROOT_CNF="$FERRY_RUN_DIR/mysql-root.cnf"
 REPL_CNF="$FERRY_RUN_DIR/mysql-repl.cnf" RDATA="$FERRY_RUN_DIR/mysql-replica"
-case "$FERRY_REPLICAS" in 0) ;; 1) [ "$FERRY_MYSQL_FLAVOR" = mariadb ] && [ "$FERRY_SHIMS" = 1 ] \
-  || { echo "FERRY_REPLICAS=1 needs FERRY_MYSQL_FLAVOR=mariadb and FERRY_SHIMS=1" >&2; exit 2; } ;;
+case "$FERRY_REPLICAS" in 0) ;; 1) [ "$FERRY_MYSQL_FLAVOR" != mysql8 ] && [ "$FERRY_SHIMS" = 1 ] \
+  || { echo "FERRY_REPLICAS=1 needs FERRY_MYSQL_FLAVOR=mariadb or vitess, and FERRY_SHIMS=1" >&2; exit 2; } ;;
   *) echo "FERRY_REPLICAS must be 0 or 1" >&2; exit 2 ;; esac
 case "$FERRY_MYSQL_FLAVOR" in
   mariadb) CLIENT=mariadb ADMIN=mariadb-admin ;;
@@ -108,7 +111,7 @@ mysql8_start() {
 
 mysql_up() {
   if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then
-    "$(dirname "$0")/vitess.sh" up; return
+    "$(dirname "$0")/vitess.sh" up; return # replicas included: its replica tablets
   fi
   # Its port may be in Linux's ephemeral range (33306, 43306...): keep connections off it.
   "$(dirname "$0")/reserve-ports.sh" "$FERRY_MYSQL_PORT"
@@ -258,8 +261,12 @@ shim_up() {
   fi
   if [ "$FERRY_REPLICAS" = 1 ]; then
     # The replica's shim: the same command and keys, on the replica's MariaDB (socket,
-    # or its port with FERRY_MYSQL_TRANSPORT=tcp), no unix socket of its own.
-    FERRY_MYSQL_SOCKET="$FERRY_REPLICA_MYSQL_SOCKET" FERRY_MYSQL_PORT="$FERRY_REPLICA_MYSQL_PORT" \
+    # or its port with FERRY_MYSQL_TRANSPORT=tcp), no unix socket of its own. On Vitess
+    # the same vtgate, its replica tablets (FERRY_MYSQL_KIND=vitess: targeted from the
+    # first connection).
+    local rsock="$FERRY_REPLICA_MYSQL_SOCKET" rport="$FERRY_REPLICA_MYSQL_PORT" kind="${FERRY_MYSQL_KIND:-auto}"
+    [ "$FERRY_MYSQL_FLAVOR" != vitess ] || rsock="$FERRY_MYSQL_SOCKET" rport="$FERRY_MYSQL_PORT" kind=vitess
+    FERRY_MYSQL_SOCKET="$rsock" FERRY_MYSQL_PORT="$rport" FERRY_MYSQL_KIND="$kind" \
       FERRY_SHIM_ROLE=replica FERRY_TRACK_GTID=0 FERRY_SHIM_ADDR="$FERRY_REPLICA_SHIM_ADDR" \
       FERRY_SHIM_UNIX="" FERRY_SHIM_ADVERTISE="$FERRY_REPLICA_SHIM_ADDR" start shim-replica "${cmd[@]}"
     wait_for shim-replica 15 curl -sf --http2-prior-knowledge "http://$FERRY_REPLICA_SHIM_ADDR/healthz"
@@ -338,13 +345,13 @@ case "${1:-}" in
   down) stop envoy; stop wasm-server; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql
     if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" down; fi ;;
   status) if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" status || true; fi
-    for n in $([ "$FERRY_MYSQL_FLAVOR" = vitess ] || echo mysql) $([ "$FERRY_REPLICAS" = 1 ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
+    for n in $([ "$FERRY_MYSQL_FLAVOR" = vitess ] || echo mysql) $([ "$FERRY_REPLICAS$FERRY_MYSQL_FLAVOR" = 1mariadb ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \
       $([ "$FERRY_REPLICAS" = 1 ] && echo shim-replica) envoy; do
       running "$n" && echo "$n: running (pid $(cat "$PIDS/$n.pid"))" || echo "$n: stopped"; done ;;
   # Single parts, for tests that stop and restart one of them (e.g. tests/e2e/tests/replicas.rs):
   #   stack.sh mysql | replica | shim (the shims) -- each starts what is not running.
   mysql) mysql_up ;;
-  replica) [ "$FERRY_REPLICAS" = 1 ] || { echo "FERRY_REPLICAS=1 only" >&2; exit 2; }; replica_up ;;
+  replica) [ "$FERRY_REPLICAS$FERRY_MYSQL_FLAVOR" = 1mariadb ] || { echo "FERRY_REPLICAS=1 with MariaDB only" >&2; exit 2; }; replica_up ;;
   shim) shim_up ;;
   run)
     trap '"$0" down; exit 0' INT TERM

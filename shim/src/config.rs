@@ -71,7 +71,11 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         let tables: Vec<&[Setting]> = SECTIONS.iter().map(|(_, t)| *t).collect();
         let vars = Vars::new(&lookup, &tables);
-        let pool = PoolSettings::from_vars(&vars)?;
+        let role = Role::from_vars(&vars)?;
+        let pool = PoolSettings {
+            replica: role == Role::Replica,
+            ..PoolSettings::from_vars(&vars)?
+        };
         let stream_chunks = ChunkPolicy::from_vars(&vars)?;
         Ok(Config {
             listen: ListenSettings::from_vars(&vars)?,
@@ -81,7 +85,7 @@ impl Config {
             state: StateSettings::from_vars(&vars)?,
             settings_pool: SettingsPoolSettings::from_vars(&vars, pool.pool_max)?,
             pool,
-            role: Role::from_vars(&vars)?,
+            role,
             gtid: GtidSettings::from_vars(&vars)?,
             result_limits: ResultLimits::from_vars(&vars)?,
             unary_spill: SpillPolicy::from_vars(&vars, stream_chunks.bytes)?,

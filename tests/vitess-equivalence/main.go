@@ -59,6 +59,9 @@ type answer struct {
 	rows      [][][]byte // nil cell = NULL
 	affected  uint64
 	insertID  uint64
+	// Which of Ferry's shims answered (its ferry-target header): behind envoy/replicas.yaml
+	// a read is served by the replica's shim, whose vtgate target is <keyspace>@replica.
+	target string
 }
 
 type field struct {
@@ -136,11 +139,11 @@ func (s *sides) viaFerry(sql string) answer {
 		}
 		return answer{transport: err}
 	}
-	m := resp.Msg
+	m, target := resp.Msg, resp.Header().Get("ferry-target")
 	if e := m.GetError(); e != nil {
-		return answer{failed: true, code: vtrpcpb.Code(e.GetCode()), message: e.GetMessage()}
+		return answer{failed: true, code: vtrpcpb.Code(e.GetCode()), message: e.GetMessage(), target: target}
 	}
-	a := answer{}
+	a := answer{target: target}
 	r := m.GetResult()
 	if r == nil {
 		return a
@@ -156,11 +159,17 @@ func (s *sides) viaFerry(sql string) answer {
 	return a
 }
 
-func (s *sides) viaVtgate(sql string) answer {
+// viaVtgate runs sql on vtgate's gRPC API with the target Ferry's answer came from:
+// the keyspace's primary, or with "replica" its replica tablets (keyspace@replica).
+func (s *sides) viaVtgate(sql, target string) answer {
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
+	ks := s.keyspace
+	if target == "replica" {
+		ks += "@replica"
+	}
 	// A fresh session per statement, as Ferry's Execute without a session: autocommit.
-	sess := s.vtgate.Session(s.keyspace, &querypb.ExecuteOptions{IncludedFields: querypb.ExecuteOptions_ALL})
+	sess := s.vtgate.Session(ks, &querypb.ExecuteOptions{IncludedFields: querypb.ExecuteOptions_ALL})
 	qr, err := sess.Execute(ctx, sql, nil, false)
 	if err != nil {
 		return answer{failed: true, code: vterrors.Code(err), message: err.Error()}
@@ -277,10 +286,14 @@ rows:
 }
 
 func summary(a answer) string {
-	if a.failed {
-		return "error " + a.code.String()
+	on := ""
+	if a.target == "replica" {
+		on = ", replica tablets"
 	}
-	return fmt.Sprintf("%d fields, %d rows", len(a.fields), len(a.rows))
+	if a.failed {
+		return "error " + a.code.String() + on
+	}
+	return fmt.Sprintf("%d fields, %d rows%s", len(a.fields), len(a.rows), on)
 }
 
 func main() {
@@ -341,7 +354,9 @@ func main() {
 		// flags from vtgate itself. So a difference is asked again, both sides, up to
 		// VITESS_EQ_TRIES times: a systematic one stays, and the line says how many it took.
 		for try = 1; try <= tries; try++ {
-			f, v = s.viaFerry(st.sql), s.viaVtgate(st.sql)
+			f = s.viaFerry(st.sql)
+			v = s.viaVtgate(st.sql, f.target)
+			v.target = f.target
 			bad, notes, additions = nil, nil, 0
 			for _, d := range diff(f, v) {
 				switch {

@@ -30,6 +30,7 @@ use crate::mysql::target::MysqlTarget;
 use crate::mysql::tls::TlsMode;
 use crate::telemetry::log::Level;
 use ferry_proto::vitess::vtrpc::Code;
+use mysql_async::prelude::Queryable as _;
 use mysql_async::{Conn, OptsBuilder, Pool, PoolConstraints, PoolOpts};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -76,6 +77,8 @@ pub struct Pools {
     /// The server is Vitess's vtgate (FERRY_MYSQL_KIND, or seen on the first connection
     /// of each new credential): see [`Pools::is_vitess`].
     vitess: AtomicBool,
+    /// A replica's shim (`FERRY_SHIM_ROLE=replica`): on Vitess, see [`Pools::db_name`].
+    replica: bool,
     /// Wait times, timeouts and connect errors (telemetry/metrics.rs).
     pub metrics: PoolMetrics,
 }
@@ -96,6 +99,7 @@ impl Pools {
             hasher: RandomState::new(),
             state: Mutex::new(State::default()),
             vitess: AtomicBool::new(cfg.account.kind == Kind::Vitess),
+            replica: cfg.replica,
             metrics: PoolMetrics::default(),
         }
     }
@@ -157,6 +161,18 @@ impl Pools {
 
     pub fn database(&self) -> &str {
         &self.database
+    }
+
+    /// The database a connection opens. On Vitess a replica's shim names vtgate's
+    /// tablet type with it (`ferry@replica`): vtgate then routes every statement of the
+    /// connection to replica tablets (its `@replica` target; a reset keeps it, and
+    /// clients cannot change it: `USE` is refused, ferry-wire statement.rs).
+    fn db_name(&self) -> String {
+        if self.replica && self.is_vitess() {
+            format!("{}@replica", self.database)
+        } else {
+            self.database.clone()
+        }
     }
 
     pub fn target(&self) -> &MysqlTarget {
@@ -273,6 +289,13 @@ impl Pools {
             .map_err(VerifyError::Mysql)?;
         if vitess {
             self.vitess.store(true, Ordering::Relaxed);
+            if self.replica {
+                // Maybe opened before the server was known to be vtgate: its target now
+                // (once per credential).
+                conn.query_drop(format!("USE `{}`", self.db_name().replace('`', "``")))
+                    .await
+                    .map_err(VerifyError::Mysql)?;
+            }
         }
         if self.policy.verify(conn, creds, vitess).await? == Served::Checked {
             return Ok(());
@@ -416,7 +439,7 @@ impl Pools {
         let builder = OptsBuilder::default()
             .user(Some(creds.user.clone()))
             .pass(Some(creds.password.clone()))
-            .db_name(Some(self.database.clone()))
+            .db_name(Some(self.db_name()))
             .pool_opts(pool_opts)
             // We chose the transport; do not switch to a socket found via @@socket.
             .prefer_socket(false)

@@ -19,6 +19,9 @@ pub struct PoolSettings {
     pub idle: Duration,
     pub lifetime: Duration,
     pub wait: Duration,
+    /// This shim serves a replica (`FERRY_SHIM_ROLE=replica`, set by config.rs): on
+    /// Vitess its connections target vtgate's replica tablets (`<database>@replica`).
+    pub replica: bool,
 }
 
 pub const SETTINGS: &[Setting] = &[
@@ -71,6 +74,7 @@ impl PoolSettings {
             idle: vars.secs("FERRY_POOL_IDLE_SECS")?,
             lifetime: vars.secs("FERRY_POOL_CONN_LIFETIME_SECS")?,
             wait: vars.secs("FERRY_POOL_WAIT_SECS")?,
+            replica: false,
         })
     }
 }

@@ -11,7 +11,9 @@
 //! first waits for the replica to reach it; if it does not within
 //! `FERRY_READ_AFTER_WRITE_WAIT_MS`, the answer is 503 `unavailable` with
 //! `x-ferry-replica-behind: 1`, which Envoy's retry policy for reads takes to
-//! the primary.
+//! the primary. On Vitess (vtgate) a replica's connections target vtgate's replica
+//! tablets (`<database>@replica`, mysql/pool.rs), and a session that has written
+//! carries no position but a mark: all its reads go to the primary (sessions/gtid.rs).
 use crate::connect::error::ConnectError;
 use crate::settings::{Setting, Vars};
 use ferry_proto::vitess::vtrpc::Code;
@@ -72,10 +74,20 @@ pub fn behind(wait: Duration) -> ConnectError {
     .with_header(BEHIND_HEADER, "1")
 }
 
+/// A session that wrote through Vitess (it carries `gtid::PRIMARY_ONLY`): 503 like
+/// [`behind`], so its reads go to the primary.
+pub fn wrote_through_vitess() -> ConnectError {
+    ConnectError::new(
+        Code::Unavailable,
+        "this session has written through Vitess, which gives no position to wait for: its reads go to the primary",
+    )
+    .with_header(BEHIND_HEADER, "1")
+}
+
 pub const SETTINGS: &[Setting] = &[Setting {
     name: "FERRY_SHIM_ROLE",
     default: "primary",
-    about: "the database target this shim serves: `primary`, or `replica` (reads only, each after the session's GTID: [read replicas](../guides/read-replicas.md)); anything else refuses to start",
+    about: "the database target this shim serves: `primary`, or `replica` (reads only, each after the session's GTID: [read replicas](../guides/read-replicas.md); on Vitess vtgate's replica tablets, `<database>@replica`); anything else refuses to start",
 }];
 
 impl Role {

@@ -18,6 +18,15 @@
 //! - MySQL 8: `@@global.gtid_executed` (a GTID set) and
 //!   `WAIT_FOR_EXECUTED_GTID_SET(set, secs)`: 0 once reached, 1 on timeout.
 //!
+//! - Vitess (vtgate): no position. A write through vtgate lands on one shard's
+//!   primary or several, and its MySQL protocol hands a client no GTID (it does
+//!   not offer `CLIENT_SESSION_TRACK`). Its own read-after-write settings
+//!   (`read_after_write_gtid`, `_timeout`, `session_track_gtids`) are accepted and
+//!   stored in vtgate's session but nothing acts on them in vitess 24.0.4
+//!   (`go/vt/vtgate`: read only by `SELECT @@...`; nothing waits). So a primary
+//!   tracking writes marks the session [`PRIMARY_ONLY`] instead, and a replica
+//!   sends every later read of that session to the primary (role::behind).
+//!
 //! A position is spliced into the SQL as a string literal only after
 //! `valid()` allowed its characters (digits, hex, `-`, `:`, `,`, whitespace):
 //! no quote or backslash can get in. It comes from a sealed session anyway.
@@ -67,6 +76,10 @@ impl Flavour {
         answer == Some(0)
     }
 }
+
+/// What a session carries after a write through Vitess in place of a position:
+/// its reads go to the primary from then on. Not a position ([`valid`] refuses it).
+pub const PRIMARY_ONLY: &str = "primary";
 
 /// Longest position accepted (a MySQL GTID set lists one range per server).
 const MAX_LEN: usize = 16 << 10;
@@ -164,7 +177,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "FERRY_TRACK_GTID",
         default: "false",
-        about: "a primary puts the GTID of a session's last write in its session (`read_after_write_gtid`; one extra round trip per write)",
+        about: "a primary puts the GTID of a session's last write in its session (`read_after_write_gtid`; one extra round trip per write); on Vitess the mark `primary` instead, no round trip ([Vitess](../guides/vitess.md#replica-reads-and-read-your-writes))",
     },
     Setting {
         name: "FERRY_READ_AFTER_WRITE_WAIT_MS",
@@ -198,6 +211,7 @@ mod tests {
         // Not MariaDB's form: the new one, as read.
         assert_eq!(m("0-1-42", "junk"), "junk");
         assert_eq!(merge(Flavour::Mysql, "u:1-5", "u:1-3"), "u:1-3");
+        assert!(!valid(PRIMARY_ONLY), "the Vitess mark is never waited for");
     }
 
     #[test]

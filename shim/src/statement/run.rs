@@ -137,7 +137,7 @@ pub async fn run(
     };
     if app.track_gtid && may_have_committed(&sql, in_txn) {
         if let Some(conn) = source.conn() {
-            note_write_position(&mut out, conn).await;
+            note_write_position(&mut out, conn, app.pools.is_vitess()).await;
         }
     }
     let left = Left {
@@ -277,8 +277,16 @@ fn may_have_committed(sql: &str, in_txn: bool) -> bool {
 }
 
 /// Puts the position of the connection's last write in the session's answer
-/// (`FERRY_TRACK_GTID` on a primary: sessions/gtid.rs). One extra round trip.
-async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn) {
+/// (`FERRY_TRACK_GTID` on a primary: sessions/gtid.rs). One extra round trip; on
+/// Vitess none: the session is marked `PRIMARY_ONLY` (there is no position).
+async fn note_write_position(out: &mut SessionOut<'_>, conn: &mut Conn, vitess: bool) {
+    if vitess {
+        out.base
+            .read_after_write
+            .get_or_insert_with(Default::default)
+            .read_after_write_gtid = gtid::PRIMARY_ONLY.to_owned();
+        return;
+    }
     match gtid::position(conn).await {
         Ok(Some(pos)) => {
             let flavour = gtid::Flavour::of(conn.server_version());

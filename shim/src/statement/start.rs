@@ -252,6 +252,12 @@ async fn read_after_write(app: &App, start: Start) -> Result<Start, ConnectError
     if gtid.is_empty() {
         return Ok(Start::Run(ready));
     }
+    if gtid == gtid::PRIMARY_ONLY {
+        // A write through Vitess: no position to wait for (sessions/gtid.rs).
+        app.metrics.read_after_vitess_write();
+        ready.release_clean();
+        return Err(role::wrote_through_vitess());
+    }
     let Some(conn) = ready.conn() else {
         return Ok(Start::Run(ready));
     };

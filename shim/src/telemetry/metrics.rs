@@ -144,6 +144,13 @@ impl Metrics {
         self.read_after_write.with_label_values(&[outcome]).inc();
     }
 
+    /// A replica's read of a session that wrote through Vitess: no wait, to the primary.
+    pub fn read_after_vitess_write(&self) {
+        self.read_after_write
+            .with_label_values(&["primary_only"])
+            .inc();
+    }
+
     /// A statement of a session with state on a pooled connection: `kept` on one that
     /// carried it, else set first.
     pub fn session_state(&self, kept: bool) {

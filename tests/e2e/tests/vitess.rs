@@ -369,3 +369,108 @@ async fn no_state_reaches_another_session() {
         }
     }
 }
+
+/// `QueryCountsWithTabletType` of vtgate's /debug/vars (vtcombo's HTTP port): SELECTs that
+/// tablets of this type ran (keys `<tablet>.<table>.<plan>.<TYPE>`; a scatter COUNT's
+/// table reads `Join`). Other tests run meanwhile, so callers compare with `>=`.
+async fn tablet_counts(tablet_type: &str) -> f64 {
+    let http =
+        std::env::var("FERRY_E2E_VITESS_HTTP").expect("FERRY_E2E_VITESS_HTTP (scripts/e2e.sh)");
+    let vars: serde_json::Value =
+        serde_json::from_str(&scrape(&format!("http://{http}/debug/vars")).await)
+            .expect("vtgate's /debug/vars");
+    vars["QueryCountsWithTabletType"]
+        .as_object()
+        .expect("QueryCountsWithTabletType")
+        .iter()
+        .filter(|(k, _)| k.ends_with(&format!(".Select.{tablet_type}")))
+        .filter_map(|(_, v)| v.as_f64())
+        .sum()
+}
+
+/// Behind envoy/replicas.yaml (FERRY_REPLICAS=1): a read goes to the replica's shim, whose
+/// connections target vtgate's replica tablets (`ferry@replica`); a session that has
+/// written carries the Vitess mark instead of a GTID, so its reads go to the primary.
+#[tokio::test]
+async fn reads_go_to_replica_tablets_and_a_writers_to_the_primary() {
+    if !vitess() {
+        return;
+    }
+    let t = sharded_table().await;
+    let c = ConnectClient::http2(&cfg());
+    let auth = c.cfg.basic_auth();
+    let call = |session: Option<Session>, query: String| {
+        let c = &c;
+        let auth = auth.clone();
+        async move {
+            let req = ExecuteRequest {
+                query,
+                session,
+                ..Default::default()
+            };
+            let a = c
+                .post(
+                    EXECUTE,
+                    &[
+                        ("content-type", "application/proto"),
+                        ("authorization", auth.as_str()),
+                    ],
+                    req.encode_to_vec(),
+                )
+                .await;
+            assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+            let target = a.header("ferry-target").unwrap_or_default().to_owned();
+            (
+                ExecuteResponse::decode(a.body.clone()).expect("ExecuteResponse"),
+                target,
+            )
+        }
+    };
+    let (r, target) = call(
+        None,
+        format!("INSERT INTO {t} (id, v) VALUES (1, 'a'), (2, 'b')"),
+    )
+    .await;
+    let wrote = ok(&r, "INSERT");
+    assert_eq!(target, "primary", "a write");
+    assert_eq!(
+        wrote
+            .vitess_session
+            .as_ref()
+            .and_then(|s| s.read_after_write.as_ref())
+            .map(|r| r.read_after_write_gtid.as_str()),
+        Some("primary"),
+        "the session of a write through Vitess carries the mark, not a GTID"
+    );
+    let before = tablet_counts("REPLICA").await;
+    let (r, target) = call(None, format!("SELECT COUNT(*) FROM {t}")).await;
+    ok(&r, "a read");
+    assert_eq!(target, "replica", "a read of a session that wrote nothing");
+    assert_eq!(values(&r), [[Some("2".to_owned())]]);
+    let after = tablet_counts("REPLICA").await;
+    assert!(
+        after >= before + 2.0,
+        "vtgate's replica tablets ran the scatter read on both shards: {before} -> {after}"
+    );
+    let primary_before = tablet_counts("PRIMARY").await;
+    let (r, target) = call(Some(wrote.clone()), format!("SELECT COUNT(*) FROM {t}")).await;
+    ok(&r, "a read after the session's write");
+    assert_eq!(
+        target, "primary",
+        "the session wrote: its read goes to the primary"
+    );
+    assert_eq!(values(&r), [[Some("2".to_owned())]]);
+    assert!(
+        tablet_counts("PRIMARY").await >= primary_before + 2.0,
+        "on the primary tablets"
+    );
+    // The replica's shim counted it.
+    if let Ok(addr) = std::env::var("FERRY_REPLICA_SHIM_ADDR") {
+        let m = scrape(&format!("http://{addr}/metrics")).await;
+        let s = series(&m, "ferry_shim_read_after_write_waits_total");
+        assert!(
+            s.get("outcome=\"primary_only\"").copied().unwrap_or(0.0) >= 1.0,
+            "{s:?}"
+        );
+    }
+}
