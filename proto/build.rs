@@ -4,6 +4,7 @@
 use std::{env, path::PathBuf};
 
 const FILES: &[&str] = &[
+    "ferry/v1alpha1/batch.proto",
     "psdb/v1alpha1/database.proto",
     "vitess/query.proto",
     "vitess/topodata.proto",
@@ -30,6 +31,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     pbjson_build::Builder::new()
         .register_descriptors(&descriptors)?
         .ignore_unknown_fields()
-        .build(&[".psdb", ".vitess"])?;
+        .build(&[".ferry", ".psdb", ".vitess"])?;
     Ok(())
 }

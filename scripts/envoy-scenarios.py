@@ -94,8 +94,9 @@ READ_ROUTE = ("headers: [{ name: x-ferry-class, string_match: { exact: read } }]
 
 
 def reads_cluster_for_read_routes(d):
-    """The two read routes (`x-ferry-class: read`) go to cluster `reads`."""
-    d.replace(READ_ROUTE, READ_ROUTE.replace("cluster: shim", "cluster: reads"), count=2)
+    """The three read routes (`x-ferry-class: read`: psdb's StreamExecute and unary RPCs,
+    Ferry's own) go to cluster `reads`."""
+    d.replace(READ_ROUTE, READ_ROUTE.replace("cluster: shim", "cluster: reads"), count=3)
 
 
 def anchor_shim_options(d):
@@ -474,19 +475,24 @@ def two_shims():
 # ferry.yaml's: those control planes derive them from other resources (DestinationRule,
 # Telemetry; ClientTrafficPolicy, BackendTrafficPolicy, EnvoyProxy).
 
-# The routes of ferry.yaml after the Connect GET route is gone, by their match.
+# The routes of ferry.yaml after the Connect GET route is gone, by their match. Ferry's own
+# RPCs (/ferry.v1alpha1.Database/) are a second match of the manifests' `read` and `rpc`
+# routes (VirtualService http routes, HTTPRoute rules).
 ROUTE_MATCHES = [
     "              - match:\n                  path: /psdb.v1alpha1.Database/StreamExecute\n"
     "                  headers: [{ name: x-ferry-class, string_match: { exact: read } }]\n",
     "              - match:\n                  prefix: /psdb.v1alpha1.Database/\n"
     "                  headers: [{ name: x-ferry-class, string_match: { exact: read } }]\n",
+    "              - match:\n                  prefix: /ferry.v1alpha1.Database/\n"
+    "                  headers: [{ name: x-ferry-class, string_match: { exact: read } }]\n",
     "              - match: { path: /psdb.v1alpha1.Database/StreamExecute }\n",
     "              - match: { prefix: /psdb.v1alpha1.Database/ }\n",
+    "              - match: { prefix: /ferry.v1alpha1.Database/ }\n",
 ]
 
 
 def name_routes(d, names, extra=lambda i: ""):
-    """Gives the four routes their names (and `extra(i)` lines, e.g. per-route filter
+    """Gives the six routes their names (and `extra(i)` lines, e.g. per-route filter
     config), in ferry.yaml's order."""
     for i, (match, name) in enumerate(zip(ROUTE_MATCHES, names)):
         d.replace(match, f"              - name: {name}\n{extra(i)}"
@@ -594,14 +600,16 @@ node:
               "            name: https.9443.https-ferry.ferry-gateway.ferry\n            virtual_hosts:\n"
               "            - name: ferry.example.com:9443\n"
               "              domains: [\"*\"]  # Istio: [ferry.example.com]; here any, for 127.0.0.1\n")
-    name_routes(d, ["stream-read", "read", "stream", "rpc"])
+    # The `ferry` matches of routes read and rpc: istiod names a match's route
+    # `<route>.<match>`.
+    name_routes(d, ["stream-read", "read", "read.ferry", "stream", "rpc", "rpc.ferry"])
     mesh_read_retry(d)
     # Every route's gRPC deadline cap: its timeout (0s: none), as istiod sets it.
     d.replace("                  timeout: 0s\n",
               "                  timeout: 0s\n                  max_grpc_timeout: 0s\n", count=2)
     d.replace("                  timeout: 30s\n",
-              "                  timeout: 30s\n                  max_grpc_timeout: 30s\n", count=2)
-    d.replace("                  cluster: shim\n", f"                  cluster: \"{ISTIO_SHIM}\"\n", count=4)
+              "                  timeout: 30s\n                  max_grpc_timeout: 30s\n", count=4)
+    d.replace("                  cluster: shim\n", f"                  cluster: \"{ISTIO_SHIM}\"\n", count=6)
     d.replace("  # The shim: canonical Connect-proto over h2c.\n  - name: shim\n", f"""\
   # The shim: canonical Connect-proto over h2c. Istio's name for the Service
   # ferry-shim.ferry port 8081 (an EDS cluster there; here STATIC at FERRY_SHIM_ADDR).
@@ -683,7 +691,8 @@ def istio():
 #   request_body_buffer_limit (the listener's 1 MiB bounds what the filter may buffer).
 # - The shim's cluster: no active health check (a DestinationRule cannot ask for one;
 #   Kubernetes readiness decides, through EDS), outlier detection and the rest ferry.yaml's.
-# - Routes as istiod converts the VirtualService: its route names, the read routes'
+# - Routes as istiod converts the VirtualService: its route names (read.ferry, rpc.ferry:
+#   the `ferry` match of read and rpc, Ferry's own RPCs), the read routes'
 #   retries (no retry_priority, host_selection_retry_max_attempts 5), max_grpc_timeout =
 #   the timeout (it acts on requests the router sees as gRPC: the filter hands it Connect
 #   proto, so a client's grpc-timeout stays the shim's to keep). Names: listeners
@@ -817,6 +826,9 @@ typed_config:
 
 EG_WASM = "envoy.filters.http.wasm/envoyextensionpolicy/ferry/ferry/wasm/0"
 EG_CLUSTERS = [f"httproute/ferry/ferry/rule/{i}" for i in range(4)]
+# ferry.yaml's routes as (HTTPRoute rule, match): rules read (1) and rpc (3) have a second
+# match, Ferry's own RPCs (/ferry.v1alpha1.Database/).
+EG_ROUTES = [(0, 0), (1, 0), (1, 1), (2, 0), (3, 0), (3, 1)]
 
 
 def envoy_gateway():
@@ -852,6 +864,7 @@ def envoy_gateway():
 # - Absent, as EG adds none here: the Lua filter (Connect GET is not served), Envoy's zstd
 #   compressor (the filter compresses), stateful_session.
 # - Routes as EG converts HTTPRoute ferry/ferry (rules stream-read, read, stream, rpc;
+#   read and rpc match /ferry.v1alpha1.Database/ too, as their match 1: Ferry's own RPCs;
 #   timeouts.request) and BackendTrafficPolicy ferry-read (retries: no retry_priority,
 #   host_selection_retry_max_attempts 5); the active health check's Host the route's
 #   hostname, ferry.example.com (EG's choice). Names: listeners ferry/ferry/https and
@@ -887,11 +900,12 @@ def envoy_gateway():
                     "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
                     config: {{}}
 """)
-    name_routes(d, [f"{c}/match/0/ferry_example_com" for c in EG_CLUSTERS], lambda i: enable[i == 0])
+    name_routes(d, [f"{EG_CLUSTERS[r]}/match/{m}/ferry_example_com" for r, m in EG_ROUTES],
+                lambda i: enable[i == 0])
     mesh_read_retry(d)
-    d._find("                  cluster: shim\n", "route clusters", count=len(EG_CLUSTERS))
-    for c in EG_CLUSTERS:  # one cluster per HTTPRoute rule, in route order
-        d.text = d.text.replace("                  cluster: shim\n", f"                  cluster: {c}\n", 1)
+    d._find("                  cluster: shim\n", "route clusters", count=len(EG_ROUTES))
+    for r, _ in EG_ROUTES:  # one cluster per HTTPRoute rule, in route order
+        d.text = d.text.replace("                  cluster: shim\n", f"                  cluster: {EG_CLUSTERS[r]}\n", 1)
     d.replace("  # The shim: canonical Connect-proto over h2c.\n  - name: shim\n", f"""\
   # The shim: canonical Connect-proto over h2c, a cluster per HTTPRoute rule as EG makes
   # them (EDS there; here STATIC at FERRY_SHIM_ADDR). Rules 1-3 below share rule 0's options.

@@ -4,6 +4,13 @@
 
 #![allow(clippy::all)]
 
+pub mod ferry {
+    pub mod v1alpha1 {
+        include!(concat!(env!("OUT_DIR"), "/ferry.v1alpha1.rs"));
+        include!(concat!(env!("OUT_DIR"), "/ferry.v1alpha1.serde.rs"));
+    }
+}
+
 pub mod psdb {
     pub mod v1alpha1 {
         include!(concat!(env!("OUT_DIR"), "/psdb.v1alpha1.rs"));

@@ -28,6 +28,8 @@ pub struct App {
     pub instance: [u8; 8],
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
+    /// ExecuteBatch's limits (rpc/batch/).
+    pub batch: crate::rpc::batch::settings::BatchSettings,
     pub stream_chunks: ChunkPolicy,
     /// When an Execute answer goes out in pieces (rows/spill.rs).
     pub unary_spill: SpillPolicy,
@@ -62,6 +64,7 @@ impl App {
             instance: crate::sessions::seal::random(),
             max_request_bytes: cfg.listen.max_request_bytes,
             result_limits: cfg.result_limits,
+            batch: cfg.batch,
             stream_chunks: cfg.stream_chunks,
             unary_spill: cfg.unary_spill,
             column_types: ColumnTypes::new(cfg.column_types),

@@ -10,6 +10,7 @@ use crate::mysql::{account, target};
 use crate::rows::result::{self, ResultLimits};
 use crate::rows::sink::{self, ChunkPolicy};
 use crate::rows::spill::{self, SpillPolicy};
+use crate::rpc::batch::settings::{self as batch, BatchSettings};
 use crate::sessions::gtid::{self, GtidSettings};
 use crate::sessions::pins::{self, PinSettings};
 use crate::sessions::seal::{self, SealSettings};
@@ -38,6 +39,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("Results", result::SETTINGS),
     ("Streams", sink::SETTINGS),
     ("Large Execute answers", spill::SETTINGS),
+    ("Batches", batch::SETTINGS),
     ("Column types", column_types::SETTINGS),
     ("Logs", log::SETTINGS),
     ("Tracing", trace::SETTINGS),
@@ -58,6 +60,7 @@ pub struct Config {
     pub stream_chunks: ChunkPolicy,
     pub unary_spill: SpillPolicy,
     pub column_types: ColumnTypeSettings,
+    pub batch: BatchSettings,
     pub log_level: Level,
     pub trace: TraceSettings,
 }
@@ -91,6 +94,7 @@ impl Config {
             unary_spill: SpillPolicy::from_vars(&vars, stream_chunks.bytes)?,
             stream_chunks,
             column_types: ColumnTypeSettings::from_vars(&vars)?,
+            batch: BatchSettings::from_vars(&vars)?,
             log_level: Level::from_vars(&vars)?,
             trace: TraceSettings::from_vars(&vars)?,
         })

@@ -1,9 +1,12 @@
-//! The RPCs of `psdb.v1alpha1.Database` both sides serve: their names, paths and kind.
+//! The RPCs both sides serve: `psdb.v1alpha1.Database`'s, as PlanetScale defines them,
+//! and Ferry's own `ferry.v1alpha1.Database` (ExecuteBatch). Their names, paths and kind.
 //! The filter's table (codecs, early-data policy) and the shim's router both start
 //! from this list, so neither can serve an RPC the other does not know.
 
-/// The service's path prefix.
+/// psdb's path prefix.
 pub const SERVICE: &str = "/psdb.v1alpha1.Database/";
+/// Ferry's own service's path prefix.
+pub const FERRY_SERVICE: &str = "/ferry.v1alpha1.Database/";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -12,15 +15,18 @@ pub enum Method {
     StreamExecute,
     Prepare,
     CloseSession,
+    /// Ferry's own (`ferry.v1alpha1.Database`): several statements in one request.
+    ExecuteBatch,
 }
 
 /// Every method.
-pub const ALL: [Method; 5] = [
+pub const ALL: [Method; 6] = [
     Method::CreateSession,
     Method::Execute,
     Method::StreamExecute,
     Method::Prepare,
     Method::CloseSession,
+    Method::ExecuteBatch,
 ];
 
 impl Method {
@@ -32,6 +38,7 @@ impl Method {
             Method::StreamExecute => "StreamExecute",
             Method::Prepare => "Prepare",
             Method::CloseSession => "CloseSession",
+            Method::ExecuteBatch => "ExecuteBatch",
         }
     }
 
@@ -43,6 +50,7 @@ impl Method {
             Method::StreamExecute => "/psdb.v1alpha1.Database/StreamExecute",
             Method::Prepare => "/psdb.v1alpha1.Database/Prepare",
             Method::CloseSession => "/psdb.v1alpha1.Database/CloseSession",
+            Method::ExecuteBatch => "/ferry.v1alpha1.Database/ExecuteBatch",
         }
     }
 
@@ -64,7 +72,11 @@ mod tests {
     #[test]
     fn paths_are_the_service_and_the_name() {
         for m in ALL {
-            assert_eq!(m.path(), format!("{SERVICE}{}", m.name()));
+            let service = match m {
+                Method::ExecuteBatch => FERRY_SERVICE,
+                _ => SERVICE,
+            };
+            assert_eq!(m.path(), format!("{service}{}", m.name()));
             assert_eq!(Method::from_path(m.path()), Some(m));
         }
         assert_eq!(Method::from_path("/psdb.v1alpha1.Database/execute"), None);

@@ -57,6 +57,16 @@ pub fn is_early(header: Option<&str>) -> bool {
     header.is_some()
 }
 
+/// `ExecuteBatch` in early data: what routes as a read ([`crate::route_class::of_batch`]):
+/// a READ ONLY transaction or a pipeline of replay-safe reads, outside a transaction
+/// and outside session state.
+pub fn execute_batch(message: &[u8]) -> Result<(), &'static str> {
+    match crate::route_class::of_batch(message) {
+        crate::route_class::Class::Read => Ok(()),
+        _ => Err("a batch that is not all plain reads (in early data only a READ ONLY transaction or a pipeline of plain reads, outside a transaction, may run)"),
+    }
+}
+
 /// `Execute` in early data: one replay-safe read, outside a transaction and
 /// outside session state (a session whose sealed signature says pinned).
 pub fn execute(message: &[u8]) -> Result<(), &'static str> {

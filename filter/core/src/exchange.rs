@@ -515,7 +515,7 @@ impl Exchange {
             // Decided now: no statement to read (another RPC, no body at all, or no
             // hold to read it in).
             let class = if classified && end_of_stream {
-                route_class::of_execute(&[])
+                route_class::of_message(call.rpc.name, &[])
             } else {
                 Class::Write
             };
@@ -918,7 +918,7 @@ impl Exchange {
         }
         let class = match whole.as_deref() {
             Some(message) if route_class::by_statement(call.rpc.name) => {
-                route_class::of_execute(message)
+                route_class::of_message(call.rpc.name, message)
             }
             _ => route_class::of_request(call.rpc.name, &mut read, len),
         };

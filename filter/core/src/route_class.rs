@@ -11,12 +11,18 @@
 //! - `session`: a request of a pinned session or one in a transaction, or a statement
 //!   that starts one or sets session state ([`ferry_wire::statement::classify`] is not
 //!   `Clean`: the shim would pin or reset for it).
+//! - `ExecuteBatch` (Ferry's own): a PIPELINE batch is the most demanding class of its
+//!   statements (`session` over `write` over `read`); a TRANSACTION batch begins and
+//!   ends its transaction in the request, so it is `read` only when it is `READ ONLY`
+//!   and every statement is a replay-safe read, `session` in a pinned session or one in
+//!   a transaction (the shim refuses it there), else `write`.
 //! - `write`: everything else, and every other RPC (`CreateSession`, `CloseSession`,
 //!   `Prepare`): the primary, no retry. A message that does not decode is `write` too
 //!   (the shim answers its error; it must not be retried).
 //!
 //! The rules are ferry-wire's, shared with the shim; nothing here reads SQL itself.
 
+use ferry_proto::ferry::v1alpha1::{BatchMode, ExecuteBatchRequest};
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, Session};
 use ferry_wire::replay::replay_safe;
 use ferry_wire::statement::{classify, Verdict};
@@ -50,10 +56,47 @@ impl Class {
     }
 }
 
-/// Whether the RPC named `rpc` is classified from its statement (the others are
+/// Whether the RPC named `rpc` is classified from its statements (the others are
 /// always `write`).
 pub fn by_statement(rpc: &str) -> bool {
-    matches!(rpc, "Execute" | "StreamExecute")
+    matches!(rpc, "Execute" | "StreamExecute" | "ExecuteBatch")
+}
+
+/// The class of RPC `rpc`'s canonical (protobuf) request message.
+pub fn of_message(rpc: &str, message: &[u8]) -> Class {
+    match rpc {
+        "ExecuteBatch" => of_batch(message),
+        _ => of_execute(message),
+    }
+}
+
+/// The class of a canonical `ExecuteBatchRequest`.
+pub fn of_batch(message: &[u8]) -> Class {
+    let Ok(request) = ExecuteBatchRequest::decode(message) else {
+        return Class::Write;
+    };
+    let (in_transaction, pinned) = session_state(request.session.as_ref());
+    let classes = request
+        .statements
+        .iter()
+        .map(|s| of_statement(&s.query, in_transaction, pinned));
+    if request.mode == BatchMode::Pipeline as i32 {
+        // The most demanding: Session > Write > Read.
+        return classes.fold(Class::Read, |most, c| match (most, c) {
+            (Class::Session, _) | (_, Class::Session) => Class::Session,
+            (Class::Write, _) | (_, Class::Write) => Class::Write,
+            _ => Class::Read,
+        });
+    }
+    let read_only = request.transaction.is_some_and(|t| t.read_only);
+    let mut classes = classes;
+    if in_transaction || pinned {
+        Class::Session
+    } else if read_only && !request.statements.is_empty() && classes.all(|c| c == Class::Read) {
+        Class::Read
+    } else {
+        Class::Write
+    }
 }
 
 /// The rule itself: a statement in a session that is (or is not) in a transaction or
@@ -106,7 +149,7 @@ pub fn of_request(
     }
     if len <= MAX_CLASSIFIED_BYTES {
         return match read(0, len) {
-            Some(message) if message.len() == len => of_execute(&message),
+            Some(message) if message.len() == len => of_message(rpc, &message),
             _ => Class::Write,
         };
     }
@@ -261,5 +304,131 @@ mod tests {
             of_request("Execute", whole(&in_tx), in_tx.len()),
             Class::Session
         );
+    }
+
+    fn batch(
+        mode: BatchMode,
+        queries: &[&str],
+        read_only: bool,
+        in_transaction: bool,
+        pinned: bool,
+    ) -> Vec<u8> {
+        use ferry_proto::ferry::v1alpha1::{BatchStatement, TransactionOptions};
+        ExecuteBatchRequest {
+            session: Some(Session {
+                signature: signature(pinned),
+                vitess_session: Some(VitessSession {
+                    in_transaction,
+                    autocommit: true,
+                    ..Default::default()
+                }),
+            }),
+            statements: queries
+                .iter()
+                .map(|q| BatchStatement {
+                    query: (*q).into(),
+                    ..Default::default()
+                })
+                .collect(),
+            mode: mode as i32,
+            transaction: read_only.then_some(TransactionOptions {
+                read_only: true,
+                ..Default::default()
+            }),
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn batches_route_as_their_statements() {
+        use BatchMode::{Pipeline, Transaction};
+        let reads = ["SELECT 1", "SELECT * FROM t"];
+        // A transaction: a read only when READ ONLY and all reads.
+        assert_eq!(
+            of_batch(&batch(Transaction, &reads, true, false, false)),
+            Class::Read
+        );
+        assert_eq!(
+            of_batch(&batch(Transaction, &reads, false, false, false)),
+            Class::Write
+        );
+        assert_eq!(
+            of_batch(&batch(
+                Transaction,
+                &["SELECT 1", "DELETE FROM t"],
+                true,
+                false,
+                false
+            )),
+            Class::Write
+        );
+        assert_eq!(
+            of_batch(&batch(Transaction, &reads, true, true, false)),
+            Class::Session
+        );
+        assert_eq!(
+            of_batch(&batch(Transaction, &reads, true, false, true)),
+            Class::Session
+        );
+        assert_eq!(
+            of_batch(&batch(Transaction, &[], true, false, false)),
+            Class::Write
+        );
+        // A pipeline: its most demanding statement.
+        assert_eq!(
+            of_batch(&batch(Pipeline, &reads, false, false, false)),
+            Class::Read
+        );
+        assert_eq!(
+            of_batch(&batch(
+                Pipeline,
+                &["SELECT 1", "INSERT INTO t VALUES (1)"],
+                false,
+                false,
+                false
+            )),
+            Class::Write
+        );
+        assert_eq!(
+            of_batch(&batch(
+                Pipeline,
+                &["SELECT 1", "BEGIN", "SELECT 2"],
+                false,
+                false,
+                false
+            )),
+            Class::Session
+        );
+        assert_eq!(
+            of_batch(&batch(Pipeline, &reads, false, true, false)),
+            Class::Session
+        );
+        // What does not decode: a write (never retried).
+        assert_eq!(of_batch(b"\xff\xff"), Class::Write);
+        assert_eq!(
+            of_message(
+                "ExecuteBatch",
+                &batch(Pipeline, &reads, false, false, false)
+            ),
+            Class::Read
+        );
+        assert!(by_statement("ExecuteBatch"));
+        // Early data: what routes as a read, nothing else.
+        assert!(
+            crate::early_data::execute_batch(&batch(Transaction, &reads, true, false, false))
+                .is_ok()
+        );
+        assert!(
+            crate::early_data::execute_batch(&batch(Transaction, &reads, false, false, false))
+                .is_err()
+        );
+        assert!(crate::early_data::execute_batch(&batch(
+            Pipeline,
+            &["INSERT INTO t VALUES (1)"],
+            false,
+            false,
+            false
+        ))
+        .is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! codec functions for its request and response messages. Serving another RPC is one
 //! more row.
 
+use ferry_proto::ferry::v1alpha1::{ExecuteBatchRequest, ExecuteBatchResponse};
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, CreateSessionRequest, CreateSessionResponse,
     ExecuteRequest, PrepareRequest, PrepareResponse,
@@ -113,6 +114,21 @@ pub const RPCS: &[Rpc] = &[
         response_to_json: json::from_proto::<CloseSessionResponse>,
         streams_json: false,
         early_data: Policy::Refuse("CloseSession"),
+        carries_session: true,
+        get: false,
+    },
+    // Ferry's own (`ferry.v1alpha1.Database`): several statements in one request. Unary;
+    // it carries a session (field 1, as Execute's), is classified from its statements
+    // (route_class.rs) and may run in early data only when that class is `read`.
+    Rpc {
+        name: Method::ExecuteBatch.name(),
+        path: Method::ExecuteBatch.path(),
+        streaming: Method::ExecuteBatch.streaming(),
+        request_from_json: json::to_proto::<ExecuteBatchRequest>,
+        validate_request: proto::validate::<ExecuteBatchRequest>,
+        response_to_json: json::from_proto::<ExecuteBatchResponse>,
+        streams_json: false,
+        early_data: Policy::Inspect(early_data::execute_batch),
         carries_session: true,
         get: false,
     },

@@ -141,9 +141,10 @@ async fn rpc(
         credentials::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
             .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
     user.clone_from(&creds.user);
-    // Statements only: the session RPCs are quick and have no statement to stop.
+    // Statements only (a batch's covers all its statements): the session RPCs are quick
+    // and have no statement to stop.
     let deadline = match rpc {
-        Rpc::Execute | Rpc::StreamExecute => Deadline::from_header(
+        Rpc::Execute | Rpc::StreamExecute | Rpc::ExecuteBatch => Deadline::from_header(
             req.headers()
                 .get(deadline::HEADER)
                 .map(HeaderValue::as_bytes),

@@ -107,8 +107,7 @@ impl Answer {
         vec![head.into(), rows.bytes.into(), tail.into()]
     }
 
-    /// The whole message, rows decoded (tests, spans).
-    #[cfg(test)]
+    /// The whole message, rows decoded (a batch's results, tests).
     pub fn decoded(self) -> ExecuteResponse {
         let bytes: Vec<u8> = self.encode().concat();
         ExecuteResponse::decode(bytes.as_slice()).unwrap_or_default()

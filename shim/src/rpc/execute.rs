@@ -14,7 +14,7 @@ use crate::credentials::Credentials;
 use crate::rows::answer::Answer;
 use crate::rows::sink::Sink;
 use crate::rows::spill::{self, Pieces, Spill};
-use crate::statement::{self, Start, Stop};
+use crate::statement::{self, Opening, Start, Stop};
 use crate::telemetry::trace::{Statement, Trace};
 use bytes::Bytes;
 use ferry_proto::psdb::v1alpha1::ExecuteRequest;
@@ -50,6 +50,7 @@ pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
             Some(watch),
             &trace,
             Some(commit),
+            Opening::default(),
         )
         .await
     });
@@ -98,7 +99,9 @@ async fn answer_of<T>(
 
 /// Execute: one statement, one answer (and its span, when traced). With `commit`,
 /// a large answer goes out in pieces as it is read (rows/spill.rs): the body's receiver
-/// is sent through `commit`, and what is returned is only the span's.
+/// is sent through `commit`, and what is returned is only the span's. `opening`: what a
+/// batch asks of the statement (rpc/execute_batch.rs).
+#[allow(clippy::too_many_arguments)]
 pub async fn execute(
     app: &App,
     creds: &Credentials,
@@ -107,10 +110,11 @@ pub async fn execute(
     watch: Option<mpsc::Sender<Bytes>>,
     trace: &Trace,
     commit: Option<oneshot::Sender<Pieces>>,
+    opening: Opening,
 ) -> Result<Answer, ConnectError> {
     let mut span = trace.statement(&req.query);
     let (answer, streamed) =
-        execute_spanned(app, creds, req, deadline, watch, commit, &mut span).await;
+        execute_spanned(app, creds, req, deadline, watch, commit, opening, &mut span).await;
     // An Execute's rows travel encoded, beside its message: their count is the answer's.
     let rows = streamed.or_else(|| {
         answer
@@ -124,6 +128,7 @@ pub async fn execute(
 }
 
 /// The answer, and the rows taken when it went out in pieces.
+#[allow(clippy::too_many_arguments)]
 async fn execute_spanned(
     app: &App,
     creds: &Credentials,
@@ -131,11 +136,12 @@ async fn execute_spanned(
     deadline: Deadline,
     watch: Option<mpsc::Sender<Bytes>>,
     commit: Option<oneshot::Sender<Pieces>>,
+    opening: Opening,
     span: &mut Statement,
 ) -> (Result<Answer, ConnectError>, Option<u64>) {
     let asked = Instant::now();
     let ready = match deadline
-        .within(statement::start(app, creds, req, false))
+        .within(statement::start_opening(app, creds, req, false, opening))
         .await
     {
         Ok(Ok(Start::Answered(resp))) => return (Ok(resp.into()), None),

@@ -1,6 +1,8 @@
 //! The RPCs served (the list the filter serves too: ferry-wire's `rpc::Method`),
 //! one file each: a new RPC is one file and one row in `dispatch`.
+pub mod batch;
 mod execute;
+mod execute_batch;
 mod prepare;
 mod sessions;
 mod stream_execute;
@@ -23,7 +25,7 @@ pub struct Call<'a> {
     pub rpc: Rpc,
     pub creds: Credentials,
     pub body: Bytes,
-    /// The statement's (Execute, StreamExecute); none for the others.
+    /// The statement's (Execute, StreamExecute), the batch's (ExecuteBatch); none for the others.
     pub deadline: Deadline,
     pub trace: &'a Trace,
 }
@@ -36,6 +38,7 @@ pub async fn dispatch(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError
         Rpc::CreateSession => sessions::serve_create(call).await,
         Rpc::CloseSession => sessions::serve_close(call).await,
         Rpc::Prepare => prepare::serve(call).await,
+        Rpc::ExecuteBatch => execute_batch::serve(call).await,
     }
 }
 

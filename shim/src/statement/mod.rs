@@ -14,5 +14,5 @@ mod stop;
 
 pub use run::run;
 pub use session_out::{fresh_vitess, SessionOut};
-pub use start::{start, start_without_statement, Start};
+pub use start::{start, start_opening, start_without_statement, Opening, Start};
 pub use stop::Stop;

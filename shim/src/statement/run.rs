@@ -52,6 +52,7 @@ pub async fn run(
                 verdict,
                 assigned,
                 stream,
+                before,
             },
         mut source,
         waited,
@@ -78,6 +79,7 @@ pub async fn run(
         apply: (pooled && !carried)
             .then(|| state::apply_sql(&out.base, flavour, workload))
             .flatten(),
+        before,
         capture: assigned.as_ref().map(|a| state::capture_sql(a, flavour)),
         // Without a pin the session keeps FOUND_ROWS() (sessions/counters.rs); the
         // total a SQL_CALC_FOUND_ROWS counted is only the server's to tell.
@@ -180,6 +182,8 @@ struct Around {
     last_insert_id: Option<u64>,
     /// The `SET` that gives the connection the session's state, first.
     apply: Option<String>,
+    /// Then a statement the caller asked for (`Opening::before`).
+    before: Option<&'static str>,
     /// The query that reads back what the statement assigned, after it.
     capture: Option<String>,
     /// Read `FOUND_ROWS()` after it, if it returned rows and asked the server to count
@@ -323,9 +327,10 @@ async fn until_stopped(
         if let Some(id) = around.last_insert_id {
             restore_last_insert_id(conn, sql, id).await?;
         }
-        if let Some(set) = &around.apply {
-            // The session's state is refused by this server (a setting it does not
-            // know): answered as the statement's SQL error; nothing else ran.
+        // The session's state, then what the caller asked for (a batch's isolation
+        // level). Refused by this server (a setting it does not know, vtgate): answered
+        // as the statement's SQL error; nothing else ran.
+        for set in around.apply.as_deref().into_iter().chain(around.before) {
             if let Err(mysql_async::Error::Server(se)) = conn.query_drop(set).await {
                 let after = After {
                     captured: None,

@@ -133,6 +133,21 @@ pub struct Query {
     pub assigned: Option<Assigned>,
     /// Its rows go out as a stream (StreamExecute): on Vitess, in OLAP.
     pub stream: bool,
+    /// Run right before it, on its connection ([`Opening::before`]).
+    pub before: Option<&'static str>,
+}
+
+/// What a caller other than Execute asks of a statement's start: ExecuteBatch
+/// (rpc/execute_batch.rs) opens its transaction with these.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opening {
+    /// A statement run right before this one on the same connection, from a fixed
+    /// set (a transaction's isolation level: `SET TRANSACTION ISOLATION LEVEL ...`,
+    /// which holds for the next transaction only, so it cannot run on its own).
+    pub before: Option<&'static str>,
+    /// It opens, runs in or ends a `READ ONLY` transaction of a batch whose every
+    /// statement is a read: a replica may run it (the server refuses a write in it).
+    pub read_only_txn: bool,
 }
 
 impl Query {
@@ -160,6 +175,7 @@ impl Query {
             params,
             assigned,
             stream,
+            before: None,
         }
     }
 
@@ -171,6 +187,7 @@ impl Query {
             verdict: Verdict::Clean,
             assigned: None,
             stream: false,
+            before: None,
         }
     }
 }
@@ -184,11 +201,22 @@ pub async fn start(
     req: ExecuteRequest,
     stream: bool,
 ) -> Result<Start, ConnectError> {
+    start_opening(app, creds, req, stream, Opening::default()).await
+}
+
+/// [`start`], with what a batch asks of it.
+pub async fn start_opening(
+    app: &App,
+    creds: &Credentials,
+    req: ExecuteRequest,
+    stream: bool,
+    opening: Opening,
+) -> Result<Start, ConnectError> {
     let (mut out, token) = match open(app, creds, req.session) {
         Ok(opened) => opened,
         Err(answered) => return Ok(*answered),
     };
-    if app.role == ShimRole::Replica {
+    if app.role == ShimRole::Replica && !opening.read_only_txn {
         // The filter sends a replica reads outside transactions only.
         let pinned = token.as_ref().is_some_and(|t| t.pinned);
         // Autocommit off (it travels in the session): a statement opens a transaction.
@@ -229,7 +257,11 @@ pub async fn start(
             )));
         }
     }
-    let start = connect(out, token, Query::new(sql, params, stream)).await?;
+    let query = Query {
+        before: opening.before,
+        ..Query::new(sql, params, stream)
+    };
+    let start = connect(out, token, query).await?;
     match app.role {
         ShimRole::Replica => read_after_write(app, start).await,
         ShimRole::Primary => Ok(start),

@@ -276,6 +276,108 @@ async fn reads_land_on_the_replica_and_writes_on_the_primary() {
     );
 }
 
+/// ExecuteBatch over Connect proto: the answer's `ferry-target` and the batch's answer.
+async fn batch(
+    c: &ConnectClient,
+    req: ferry_proto::ferry::v1alpha1::ExecuteBatchRequest,
+) -> (
+    Option<String>,
+    ferry_proto::ferry::v1alpha1::ExecuteBatchResponse,
+) {
+    let auth = c.cfg.basic_auth();
+    let a = c
+        .post(
+            "/ferry.v1alpha1.Database/ExecuteBatch",
+            &[
+                ("content-type", "application/proto"),
+                ("authorization", auth.as_str()),
+            ],
+            req.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", String::from_utf8_lossy(&a.body));
+    let r = ferry_proto::ferry::v1alpha1::ExecuteBatchResponse::decode(a.body.clone())
+        .expect("ExecuteBatchResponse");
+    (a.header("ferry-target").map(str::to_owned), r)
+}
+
+#[tokio::test]
+#[ignore = "needs the replica stack (scripts/e2e.sh runs it)"]
+async fn a_read_only_batch_lands_on_the_replica() {
+    use ferry_proto::ferry::v1alpha1::{
+        BatchMode, BatchStatement, ExecuteBatchRequest, TransactionOptions,
+    };
+    let c = client();
+    wait_replica_serving(&c).await;
+    let stmts = |qs: &[&str]| -> Vec<BatchStatement> {
+        qs.iter()
+            .map(|q| BatchStatement {
+                query: (*q).into(),
+                ..Default::default()
+            })
+            .collect()
+    };
+    let reads = stmts(&["SELECT @@server_id", "SELECT 1"]);
+    // A READ ONLY transaction of reads, and a pipeline of reads: the replica.
+    let read_only = ExecuteBatchRequest {
+        statements: reads.clone(),
+        transaction: Some(TransactionOptions {
+            read_only: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let pipeline = ExecuteBatchRequest {
+        statements: reads.clone(),
+        mode: BatchMode::Pipeline as i32,
+        ..Default::default()
+    };
+    for req in [read_only.clone(), pipeline] {
+        let (target, r) = batch(&c, req).await;
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(target.as_deref(), Some("replica"));
+        let id = ferry_e2e::rows::cells(&r.results[0].result.as_ref().expect("rows").rows[0]);
+        assert_eq!(id, vec![Some(b"2".to_vec())], "the replica's server id");
+    }
+    // Not READ ONLY, or a write in it: the primary.
+    let (target, r) = batch(
+        &c,
+        ExecuteBatchRequest {
+            statements: reads,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(target.as_deref(), Some("primary"));
+    // After a write, the session's read-only batch waits for the replica to have it
+    // (or goes to the primary): it sees the write either way.
+    let t = unique("rr_batch");
+    exec(&c, None, &format!("CREATE TABLE {t} (id INT PRIMARY KEY)"))
+        .await
+        .ok("CREATE TABLE");
+    let (_, w) = batch(
+        &c,
+        ExecuteBatchRequest {
+            statements: stmts(&[&format!("INSERT INTO {t} VALUES (1)")]),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(w.error.is_none(), "{:?}", w.error);
+    let (_, r) = batch(
+        &c,
+        ExecuteBatchRequest {
+            session: w.session,
+            statements: stmts(&[&format!("SELECT COUNT(*) FROM {t}")]),
+            ..read_only
+        },
+    )
+    .await;
+    let n = ferry_e2e::rows::cells(&r.results[0].result.as_ref().expect("rows").rows[0]);
+    assert_eq!(n, vec![Some(b"1".to_vec())], "read-your-writes in a batch");
+}
+
 #[tokio::test]
 #[ignore = "needs the replica stack (scripts/e2e.sh runs it)"]
 async fn a_read_right_after_a_write_in_the_session_sees_it() {
