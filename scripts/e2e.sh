@@ -158,6 +158,10 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 # The real @planetscale/database driver (Node), trusting the dev CA.
 (cd "$ROOT/tests/driver" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
+# clients/js/ferry-batch.js (ExecuteBatch) in Node and in Deno (from npm).
+(cd "$ROOT/tests/batch-js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
+  && FERRY_URL="https://${FERRY_HOST:-127.0.0.1}:$FERRY_PORT" FERRY_CA="$FERRY_RUN_DIR/certs/ca.pem" \
+     FERRY_USER="${FERRY_MYSQL_USER:-ferry}" FERRY_PASSWORD="${FERRY_MYSQL_PASSWORD:-ferry}" npm test --silent) || status=$?
 # Prisma ORM through its PlanetScale adapter (tests/prisma), its client generated offline.
 (cd "$ROOT/tests/prisma" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && npm run --silent generate >/dev/null && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
@@ -237,6 +241,10 @@ if [ "${FERRY_E2E_REPLICAS:-1}" = 1 ]; then
     && node check.mjs metrics ../grafana/ferry-dashboard.json \
       "http://127.0.0.1:${FERRY_E2E_ADMIN_PORT:-19901}/stats/prometheus" "http://${FERRY_E2E_SHIM_ADDR:-127.0.0.1:18081}/metrics" \
       "http://127.0.0.1:$FERRY_ADMIN_PORT/stats/prometheus" "http://$FERRY_SHIM_ADDR/metrics" "http://$FERRY_REPLICA_SHIM_ADDR/metrics") || status=$?
+  # Keyed writes under kill -9 of the primary's shim, inside COMMIT too (this primary writes
+  # the binary log that MariaDB's group-commit wait needs): each applied once.
+  # After the metrics check: it restarts that shim, whose counters start again.
+  (replicas_env && cargo test -p ferry-e2e --test idempotency -- --ignored --nocapture) || status=$?
   ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$REPLICAS_RUN_DIR"/logs/{envoy,shim,shim-replica}.log || status=1
   replicas_stack down >/dev/null
 fi

@@ -230,6 +230,8 @@ CREATE USER IF NOT EXISTS '$FERRY_MYSQL_USER'@'127.0.0.1' IDENTIFIED BY '$FERRY_
 GRANT ALL PRIVILEGES ON \`$FERRY_MYSQL_DATABASE\`.* TO '$FERRY_MYSQL_USER'@'localhost';
 GRANT ALL PRIVILEGES ON \`$FERRY_MYSQL_DATABASE\`.* TO '$FERRY_MYSQL_USER'@'127.0.0.1';
 SQL
+  # Idempotency keys' records (docs/guides/idempotency.md), in the dev database.
+  sql_root "$FERRY_MYSQL_DATABASE" < "$ROOT/shim/sql/idempotency.sql"
 }
 
 shim_up() {

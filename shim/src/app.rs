@@ -28,6 +28,10 @@ pub struct App {
     pub instance: [u8; 8],
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
+    /// Idempotency keys' retention and limits (idempotency/).
+    pub idempotency: crate::idempotency::settings::IdempotencySettings,
+    /// When records past the retention are deleted.
+    pub idempotency_cleaner: crate::idempotency::cleaner::Cleaner,
     /// ExecuteBatch's limits (rpc/batch/).
     pub batch: crate::rpc::batch::settings::BatchSettings,
     pub stream_chunks: ChunkPolicy,
@@ -65,6 +69,8 @@ impl App {
             max_request_bytes: cfg.listen.max_request_bytes,
             result_limits: cfg.result_limits,
             batch: cfg.batch,
+            idempotency: cfg.idempotency,
+            idempotency_cleaner: Default::default(),
             stream_chunks: cfg.stream_chunks,
             unary_spill: cfg.unary_spill,
             column_types: ColumnTypes::new(cfg.column_types),

@@ -4,6 +4,7 @@
 //! [`SECTIONS`] is every setting the shim reads, in the order of
 //! docs/reference/settings.md, which a test checks against it.
 use crate::http::settings::{self as listen, ListenSettings};
+use crate::idempotency::settings::{self as idempotency, IdempotencySettings};
 use crate::mysql::pool_settings::{self as pool, PoolSettings};
 use crate::mysql::role::{self, Role};
 use crate::mysql::{account, target};
@@ -40,6 +41,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("Streams", sink::SETTINGS),
     ("Large Execute answers", spill::SETTINGS),
     ("Batches", batch::SETTINGS),
+    ("Idempotency keys", idempotency::SETTINGS),
     ("Column types", column_types::SETTINGS),
     ("Logs", log::SETTINGS),
     ("Tracing", trace::SETTINGS),
@@ -61,6 +63,7 @@ pub struct Config {
     pub unary_spill: SpillPolicy,
     pub column_types: ColumnTypeSettings,
     pub batch: BatchSettings,
+    pub idempotency: IdempotencySettings,
     pub log_level: Level,
     pub trace: TraceSettings,
 }
@@ -95,6 +98,7 @@ impl Config {
             stream_chunks,
             column_types: ColumnTypeSettings::from_vars(&vars)?,
             batch: BatchSettings::from_vars(&vars)?,
+            idempotency: IdempotencySettings::from_vars(&vars)?,
             log_level: Level::from_vars(&vars)?,
             trace: TraceSettings::from_vars(&vars)?,
         })

@@ -10,6 +10,7 @@ mod connect;
 mod credentials;
 mod errors;
 mod http;
+mod idempotency;
 mod mysql;
 mod rows;
 mod rpc;

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	ferryv1alpha1 "ferry.test/grpc-go/gen/ferry/v1alpha1"
 	psdbv1alpha1 "ferry.test/grpc-go/gen/psdb/v1alpha1"
 	querypb "ferry.test/grpc-go/gen/vitess/query"
 )
@@ -67,6 +68,7 @@ func runVariant(cfg config, v variant) {
 	} else {
 		e.checkPrepare(sess)
 		sess = e.checkTransaction(sess)
+		e.checkBatch()
 		e.checkCloseSession(sess)
 		e.checkCloseEndsTransaction()
 		e.execute(nil, "DROP TABLE IF EXISTS "+e.table)
@@ -381,6 +383,41 @@ func (e *env) checkTransaction(sess *psdbv1alpha1.Session) *psdbv1alpha1.Session
 		sess = s3
 	}
 	return sess
+}
+
+// checkBatch: Ferry's ExecuteBatch through the generated client of ferry.v1alpha1: a
+// TRANSACTION batch whose second statement fails leaves nothing; a good one commits
+// both rows in one request.
+func (e *env) checkBatch() {
+	ctx, cancel := call()
+	defer cancel()
+	stmt := func(q string) *ferryv1alpha1.BatchStatement { return &ferryv1alpha1.BatchStatement{Query: q} }
+	ins := "INSERT INTO " + e.table + " VALUES "
+	resp, err := e.db.ExecuteBatch(ctx, &ferryv1alpha1.ExecuteBatchRequest{
+		Statements: []*ferryv1alpha1.BatchStatement{stmt(ins + "(100, 'batch')"), stmt(ins + "(100, 'dup')")},
+	})
+	switch {
+	case err != nil:
+		fail(e.v, "ExecuteBatch", "%v", err)
+		return
+	case resp.GetError() == nil || resp.FailedStatement == nil || *resp.FailedStatement != 1:
+		fail(e.v, "ExecuteBatch", "want the duplicate key at statement 1, got %v", resp)
+		return
+	}
+	resp, err = e.db.ExecuteBatch(ctx, &ferryv1alpha1.ExecuteBatchRequest{
+		Statements: []*ferryv1alpha1.BatchStatement{stmt(ins + "(100, 'batch')"), stmt(ins + "(101, 'batch')"),
+			stmt("SELECT COUNT(*) FROM " + e.table + " WHERE name = 'batch'")},
+	})
+	if err != nil || resp.GetError() != nil || len(resp.Results) != 3 {
+		fail(e.v, "ExecuteBatch", "%v %v", err, resp)
+		return
+	}
+	got, err := table(resp.Results[2].GetResult().GetRows())
+	if err != nil || got != `[["2"]]` {
+		fail(e.v, "ExecuteBatch", "count after the rolled-back batch and the good one: %q %v", got, err)
+		return
+	}
+	pass(e.v, "ExecuteBatch", "a failing transaction batch applied nothing (statement 1 named); a good one committed 2 rows")
 }
 
 func (e *env) closeSession(sess *psdbv1alpha1.Session) error {

@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
+	ferryv1alpha1 "ferry.test/grpc-go/gen/ferry/v1alpha1"
+	"ferry.test/grpc-go/gen/ferry/v1alpha1/ferryv1alpha1connect"
 	psdbv1alpha1 "ferry.test/grpc-go/gen/psdb/v1alpha1"
 	"ferry.test/grpc-go/gen/psdb/v1alpha1/psdbv1alpha1connect"
 )
@@ -32,6 +34,8 @@ type db interface {
 	StreamExecute(context.Context, *psdbv1alpha1.ExecuteRequest, func(*psdbv1alpha1.ExecuteResponse)) error
 	Prepare(context.Context, *psdbv1alpha1.PrepareRequest) (*psdbv1alpha1.PrepareResponse, error)
 	CloseSession(context.Context, *psdbv1alpha1.CloseSessionRequest) (*psdbv1alpha1.CloseSessionResponse, error)
+	// Ferry's own service (ferry.v1alpha1.Database), on the same connection.
+	ExecuteBatch(context.Context, *ferryv1alpha1.ExecuteBatchRequest) (*ferryv1alpha1.ExecuteBatchResponse, error)
 }
 
 // codeOf is the RPC status of err as connect-go names it ("deadline_exceeded", ...):
@@ -137,8 +141,13 @@ func (h grpcStats) HandleRPC(_ context.Context, s stats.RPCStats) {
 }
 
 type grpcDB struct {
-	c    psdbv1alpha1.DatabaseClient
-	opts []grpc.CallOption
+	c     psdbv1alpha1.DatabaseClient
+	batch ferryv1alpha1.DatabaseClient
+	opts  []grpc.CallOption
+}
+
+func (g grpcDB) ExecuteBatch(ctx context.Context, r *ferryv1alpha1.ExecuteBatchRequest) (*ferryv1alpha1.ExecuteBatchResponse, error) {
+	return g.batch.ExecuteBatch(ctx, r, g.opts...)
 }
 
 func (g grpcDB) CreateSession(ctx context.Context, r *psdbv1alpha1.CreateSessionRequest) (*psdbv1alpha1.CreateSessionResponse, error) {
@@ -189,8 +198,9 @@ func dialGRPC(cfg config, v variant, w *wireStats) (good, bad db, closeFn func()
 		opts = append(opts, grpc.UseCompressor(gzip.Name))
 	}
 	c := psdbv1alpha1.NewDatabaseClient(conn)
+	batch := ferryv1alpha1.NewDatabaseClient(conn)
 	client := func(pw string) db {
-		return grpcDB{c, append(slices.Clip(opts), grpc.PerRPCCredentials(grpcCreds(basicAuth(cfg.user, pw))))}
+		return grpcDB{c, batch, append(slices.Clip(opts), grpc.PerRPCCredentials(grpcCreds(basicAuth(cfg.user, pw))))}
 	}
 	return client(cfg.pw), client(cfg.pw + "-wrong"), func() { conn.Close() }, nil
 }
@@ -256,7 +266,16 @@ func (r wireRecorder) Do(req *http.Request) (*http.Response, error) {
 }
 
 type connectDB struct {
-	c psdbv1alpha1connect.DatabaseClient
+	c     psdbv1alpha1connect.DatabaseClient
+	batch ferryv1alpha1connect.DatabaseClient
+}
+
+func (d connectDB) ExecuteBatch(ctx context.Context, r *ferryv1alpha1.ExecuteBatchRequest) (*ferryv1alpha1.ExecuteBatchResponse, error) {
+	resp, err := d.batch.ExecuteBatch(ctx, connect.NewRequest(r))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
 }
 
 func (d connectDB) CreateSession(ctx context.Context, r *psdbv1alpha1.CreateSessionRequest) (*psdbv1alpha1.CreateSessionResponse, error) {
@@ -333,7 +352,7 @@ func dialConnect(cfg config, v variant, w *wireStats) (good, bad db, closeFn fun
 	rec := wireRecorder{hc, w}
 	client := func(pw string) db {
 		o := slices.Concat(opts, []connect.ClientOption{connect.WithInterceptors(connectAuth(basicAuth(cfg.user, pw)))})
-		return connectDB{psdbv1alpha1connect.NewDatabaseClient(rec, base, o...)}
+		return connectDB{psdbv1alpha1connect.NewDatabaseClient(rec, base, o...), ferryv1alpha1connect.NewDatabaseClient(rec, base, o...)}
 	}
 	return client(cfg.pw), client(cfg.pw + "-wrong"), closeFn, nil
 }

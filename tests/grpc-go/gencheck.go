@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	// The generated packages register their descriptors with protoregistry.GlobalFiles.
+	_ "ferry.test/grpc-go/gen/ferry/v1alpha1"
 	_ "ferry.test/grpc-go/gen/psdb/v1alpha1"
 	_ "ferry.test/grpc-go/gen/vitess/query"
 	_ "ferry.test/grpc-go/gen/vitess/topodata"

@@ -14,10 +14,16 @@ pub const HEADER: &str = "connect-timeout-ms";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Deadline {
     at: Option<(Instant, u64)>,
+    /// What set it, for the message: the header, or a query timeout
+    /// (sessions/query_timeout.rs).
+    by: &'static str,
 }
 
 impl Deadline {
-    pub const NONE: Deadline = Deadline { at: None };
+    pub const NONE: Deadline = Deadline {
+        at: None,
+        by: HEADER,
+    };
 
     /// From the header's value, if sent; a malformed one is refused, as
     /// Connect servers do, rather than ignored.
@@ -29,7 +35,32 @@ impl Deadline {
             parse_timeout_ms(value).map_err(|e| ConnectError::new(Code::InvalidArgument, e))?;
         Ok(Deadline {
             at: Some((arrived + Duration::from_millis(ms), ms)),
+            by: HEADER,
         })
+    }
+
+    /// This deadline, or `ms` from now if that comes first (a statement's query
+    /// timeout; `by` names it in the message).
+    pub fn tightened(self, ms: u64, by: &'static str) -> Deadline {
+        let at = Instant::now() + Duration::from_millis(ms);
+        match self.at {
+            Some((earlier, _)) if earlier <= at => self,
+            _ => Deadline {
+                at: Some((at, ms)),
+                by,
+            },
+        }
+    }
+
+    /// The deadline of a statement: this one, tightened by the session's query timeout
+    /// (`SET query_timeout`, 0: none) and the statement's `QUERY_TIMEOUT_MS` directive,
+    /// which wins over the session's (sessions/query_timeout.rs).
+    pub fn for_statement(self, sql: &str, session_ms: i64) -> Deadline {
+        match crate::sessions::query_timeout::directive_ms(sql) {
+            Some(ms) => self.tightened(ms, "QUERY_TIMEOUT_MS"),
+            None if session_ms > 0 => self.tightened(session_ms as u64, "query_timeout"),
+            None => self,
+        }
     }
 
     /// Resolves when the deadline passes; never without one.
@@ -53,7 +84,10 @@ impl Deadline {
         let ms = self.at.map_or(0, |(_, ms)| ms);
         ConnectError::new(
             Code::DeadlineExceeded,
-            format!("the statement did not finish within its deadline ({ms} ms, {HEADER}); it was stopped"),
+            format!(
+                "the statement did not finish within its deadline ({ms} ms, {}); it was stopped",
+                self.by
+            ),
         )
     }
 
@@ -62,7 +96,7 @@ impl Deadline {
         let ms = self.at.map_or(0, |(_, ms)| ms);
         ConnectError::new(
             Code::DeadlineExceeded,
-            format!("the statement did not finish within its deadline ({ms} ms, {HEADER}); it could not be stopped and may still be running in the database"),
+            format!("the statement did not finish within its deadline ({ms} ms, {}); it could not be stopped and may still be running in the database", self.by),
         )
     }
 }

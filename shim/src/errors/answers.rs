@@ -57,6 +57,14 @@ pub fn bad_workload(value: &str) -> RpcError {
     )
 }
 
+/// `SET query_timeout` to something that is not milliseconds.
+pub fn bad_query_timeout(value: &str) -> RpcError {
+    rpc_error(
+        Code::InvalidArgument,
+        ER_WRONG_VALUE_FOR_VAR.message(&format!("invalid query_timeout (milliseconds): {value}")),
+    )
+}
+
 /// A result over the shim's limits.
 pub fn too_large(overflow: Overflow, limits: ResultLimits) -> RpcError {
     let msg = match overflow {

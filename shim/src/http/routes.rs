@@ -152,6 +152,14 @@ async fn rpc(
         )?,
         Rpc::CreateSession | Rpc::CloseSession | Rpc::Prepare => Deadline::NONE,
     };
+    let key = match req.headers().get(crate::idempotency::key::HEADER) {
+        Some(v) => Some(crate::idempotency::key::Key::parse(v.as_bytes())?),
+        None => None,
+    };
+    if key.is_some() && app.role == role::Role::Replica {
+        // Its record is a write: the primary's (503, which Envoy retries there).
+        return Err(role::keyed_to_the_primary());
+    }
     let body = read_body(req, app.max_request_bytes).await?;
     rpc::dispatch(rpc::Call {
         app,
@@ -160,6 +168,7 @@ async fn rpc(
         body,
         deadline,
         trace,
+        key,
     })
     .await
 }

@@ -84,6 +84,16 @@ pub fn wrote_through_vitess() -> ConnectError {
     .with_header(BEHIND_HEADER, "1")
 }
 
+/// A request with an `Idempotency-Key` reached a replica (a keyed read the filter routed
+/// as a read): 503 like [`behind`], so Envoy takes it to the primary, which records it.
+pub fn keyed_to_the_primary() -> ConnectError {
+    ConnectError::new(
+        Code::Unavailable,
+        "a request with an Idempotency-Key writes its record: the primary serves it",
+    )
+    .with_header(BEHIND_HEADER, "1")
+}
+
 pub const SETTINGS: &[Setting] = &[Setting {
     name: "FERRY_SHIM_ROLE",
     default: "primary",

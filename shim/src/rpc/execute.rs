@@ -112,6 +112,12 @@ pub async fn execute(
     commit: Option<oneshot::Sender<Pieces>>,
     opening: Opening,
 ) -> Result<Answer, ConnectError> {
+    let session_timeout = req
+        .session
+        .as_ref()
+        .and_then(|s| s.vitess_session.as_ref())
+        .map_or(0, |v| v.query_timeout);
+    let deadline = deadline.for_statement(&req.query, session_timeout);
     let mut span = trace.statement(&req.query);
     let (answer, streamed) =
         execute_spanned(app, creds, req, deadline, watch, commit, opening, &mut span).await;

@@ -3,6 +3,7 @@
 pub mod batch;
 mod execute;
 mod execute_batch;
+mod keyed;
 mod prepare;
 mod sessions;
 mod stream_execute;
@@ -28,10 +29,25 @@ pub struct Call<'a> {
     /// The statement's (Execute, StreamExecute), the batch's (ExecuteBatch); none for the others.
     pub deadline: Deadline,
     pub trace: &'a Trace,
+    /// The request's `Idempotency-Key` (Execute, ExecuteBatch: rpc/keyed.rs).
+    pub key: Option<crate::idempotency::key::Key>,
 }
 
 /// Serves one call of `call.rpc`.
-pub async fn dispatch(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
+pub async fn dispatch(mut call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
+    if let Some(key) = call.key.take() {
+        return match call.rpc {
+            Rpc::Execute => keyed::serve_execute(call, key).await,
+            Rpc::ExecuteBatch => keyed::serve_batch(call, key).await,
+            other => Err(ConnectError::new(
+                Code::InvalidArgument,
+                format!(
+                    "Idempotency-Key is for Execute and ExecuteBatch, not {}",
+                    other.name()
+                ),
+            )),
+        };
+    }
     match call.rpc {
         Rpc::Execute => execute::serve(call).await,
         Rpc::StreamExecute => stream_execute::serve(call).await,

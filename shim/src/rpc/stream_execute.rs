@@ -48,7 +48,13 @@ const BUFFERED: usize = 4;
 
 pub async fn serve(call: Call<'_>) -> Result<Response<ShimBody>, ConnectError> {
     let req: ExecuteRequest = call.request()?;
-    let resp = stream_execute(call.app.clone(), call.creds, req, call.deadline, call.trace).await?;
+    let session_timeout = req
+        .session
+        .as_ref()
+        .and_then(|s| s.vitess_session.as_ref())
+        .map_or(0, |v| v.query_timeout);
+    let deadline = call.deadline.for_statement(&req.query, session_timeout);
+    let resp = stream_execute(call.app.clone(), call.creds, req, deadline, call.trace).await?;
     Ok(resp.map(Either::Right))
 }
 

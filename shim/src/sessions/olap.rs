@@ -12,73 +12,15 @@
 //! know is `invalid workload: <value>`. A `SET` that also assigns something
 //! else goes to MySQL as it is.
 //!
-//! The statement is read with ferry-wire's lexer, by MySQL's rules: comments
-//! are skipped, but the text of an executable comment (`/*! ... */`) is SQL,
-//! since MySQL runs it. It is read twice, with backslash escapes in strings
-//! (MySQL's default) and without (`NO_BACKSLASH_ESCAPES`): the shim answers
-//! only if both readings agree, and leaves anything else to MySQL.
+//! How the statement is read: gateway_set.rs.
+use super::gateway_set;
 use ferry_proto::vitess::query::execute_options::Workload;
-use ferry_wire::lexer::{Lexer, Tok};
 
 /// `Some(Ok(w))`: the statement sets the workload to `w`; `Some(Err(v))`: it
 /// sets it to `v`, which is not a workload; `None`: it is another statement.
 pub fn set_workload(sql: &str) -> Option<Result<Workload, String>> {
-    let escaped = reading(Lexer::with_backslash_escapes(sql, true));
-    let plain = reading(Lexer::with_backslash_escapes(sql, false));
-    if escaped == plain {
-        escaped
-    } else {
-        None
-    }
-}
-
-/// One reading of the statement (see [`set_workload`]).
-fn reading(mut toks: Lexer<'_>) -> Option<Result<Workload, String>> {
-    if !is_word(toks.next()?, "SET") {
-        return None;
-    }
-    let mut target = toks.next()?;
-    if is_word(target, "SESSION") || is_word(target, "LOCAL") {
-        target = toks.next()?;
-        if !is_word(target, "workload") {
-            return None;
-        }
-    }
-    let named = is_word(target, "workload")
-        || matches!(target, Tok::SysVar(v) if ["workload", "session.workload", "local.workload"]
-            .iter()
-            .any(|n| v.eq_ignore_ascii_case(n)));
-    if !named || !assign(&mut toks) {
-        return None;
-    }
-    let value = match toks.next()? {
-        Tok::Word(w) => w.to_owned(),
-        Tok::Quoted => toks.quoted_value()?,
-        _ => return None,
-    };
-    match toks.next() {
-        None => {}
-        Some(Tok::Sym(b';')) if toks.next().is_none() => {}
-        Some(_) => return None,
-    }
+    let value = gateway_set::value_of(sql, "workload")?;
     Some(parse(&value).ok_or(value))
-}
-
-fn is_word(tok: Tok<'_>, w: &str) -> bool {
-    matches!(tok, Tok::Word(t) if t.eq_ignore_ascii_case(w))
-}
-
-/// `=`, or `:=` written as one token (nothing between the two characters).
-fn assign(toks: &mut Lexer<'_>) -> bool {
-    match toks.next() {
-        Some(Tok::Sym(b'=')) => true,
-        Some(Tok::Sym(b':')) => {
-            // A symbol is one byte: `=` right after `:` ends one byte further.
-            let colon_end = toks.offset();
-            toks.next() == Some(Tok::Sym(b'=')) && toks.offset() == colon_end + 1
-        }
-        _ => false,
-    }
 }
 
 /// Vitess's names, any case.

@@ -220,6 +220,43 @@ impl Sealer {
     }
 }
 
+/// Tags of stored records (idempotency/store.rs): the key's id, then HMAC-SHA256 over
+/// the parts, each framed with its length, under a domain of their own.
+pub const TAG_LEN: usize = 4 + 32;
+
+impl Sealer {
+    /// A tag over `parts` with the current key: whoever can write the record's table
+    /// cannot make one this gateway accepts.
+    pub fn tag(&self, domain: &str, parts: &[&[u8]]) -> Vec<u8> {
+        let key = &self.keys[0];
+        let mut tag = key.id.to_vec();
+        tag.extend_from_slice(&tag_mac(key, domain, parts));
+        tag
+    }
+
+    /// Whether `tag` is [`Sealer::tag`] of `parts` under one of the keys (rotation).
+    pub fn tag_holds(&self, domain: &str, parts: &[&[u8]], tag: &[u8]) -> bool {
+        let Some((id, mac)) = (tag.len() == TAG_LEN).then(|| tag.split_at(4)) else {
+            return false;
+        };
+        self.keys
+            .iter()
+            .filter(|k| k.id == id)
+            .any(|k| constant_time_eq(&tag_mac(k, domain, parts), mac))
+    }
+}
+
+fn tag_mac(key: &Key, domain: &str, parts: &[&[u8]]) -> [u8; 32] {
+    let mut m = key.hmac();
+    m.update(b"ferry-tag\0");
+    m.update(domain.as_bytes());
+    for part in parts {
+        m.update(&(part.len() as u64).to_be_bytes());
+        m.update(part);
+    }
+    m.finalize().into_bytes().into()
+}
+
 impl Key {
     fn new(secret: Vec<u8>) -> Key {
         let digest = Sha256::digest(&secret);
@@ -526,5 +563,20 @@ mod tests {
             &vitess(),
         );
         assert!(!sig.windows(7).any(|w| w == b"hunter2"));
+    }
+
+    #[test]
+    fn tags_hold_only_for_their_parts_and_keys() {
+        let a = Sealer::ephemeral(Duration::from_secs(60));
+        let b = Sealer::ephemeral(Duration::from_secs(60));
+        let t = a.tag("d", &[b"user", b"key"]);
+        assert_eq!(t.len(), TAG_LEN);
+        assert!(a.tag_holds("d", &[b"user", b"key"], &t));
+        assert!(!a.tag_holds("d", &[b"user", b"kez"], &t));
+        assert!(!a.tag_holds("e", &[b"user", b"key"], &t), "another domain");
+        // Framing: moving a byte between parts changes the tag.
+        assert!(!a.tag_holds("d", &[b"use", b"rkey"], &t));
+        assert!(!b.tag_holds("d", &[b"user", b"key"], &t), "another key");
+        assert!(!a.tag_holds("d", &[b"user", b"key"], &t[..10]));
     }
 }

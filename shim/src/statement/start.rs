@@ -12,15 +12,17 @@ use super::source::{lost, Source};
 use crate::app::App;
 use crate::connect::error::ConnectError;
 use crate::credentials::Credentials;
-use crate::errors::answers::{bad_workload, bind_error, misrouted, pin_error, seal_error};
+use crate::errors::answers::{
+    bad_query_timeout, bad_workload, bind_error, misrouted, pin_error, seal_error,
+};
 use crate::errors::mysql::lost_connection;
 use crate::mysql::role::{self, Role as ShimRole};
 use crate::sessions::counters::{self, Counter};
 use crate::sessions::gtid::{self, WaitError};
-use crate::sessions::olap;
 use crate::sessions::pins::Ended;
 use crate::sessions::seal::{random, SessionId, Token};
 use crate::sessions::state;
+use crate::sessions::{olap, query_timeout};
 use crate::telemetry::log::Level;
 use crate::telemetry::trace::Statement;
 use crate::types::bind;
@@ -249,6 +251,13 @@ pub async fn start_opening(
         }
     }
     if params.is_none() {
+        if let Some(set) = query_timeout::set_query_timeout(&sql) {
+            return Ok(Start::Answered(set_query_timeout(
+                &mut out,
+                token.as_ref(),
+                set,
+            )));
+        }
         if let Some(set) = olap::set_workload(&sql) {
             return Ok(Start::Answered(switch_workload(
                 &mut out,
@@ -503,6 +512,32 @@ fn count(out: &mut SessionOut<'_>, counter: Counter, name: String) -> ExecuteRes
 
 /// `SET workload = ...`: vitess's setting, kept in the session's options;
 /// nothing runs in MySQL and nothing is pinned (sessions/olap.rs).
+/// `SET query_timeout = ms`: kept in the session (sessions/query_timeout.rs); nothing
+/// runs in MySQL.
+fn set_query_timeout(
+    out: &mut SessionOut<'_>,
+    token: Option<&Token>,
+    set: Result<u64, String>,
+) -> ExecuteResponse {
+    let (result, error) = match set {
+        Ok(ms) => {
+            out.base.query_timeout = i64::try_from(ms).unwrap_or(i64::MAX);
+            (Some(QueryResult::default()), None)
+        }
+        Err(value) => (None, Some(bad_query_timeout(&value))),
+    };
+    let session = match token {
+        Some(t) => out.unchanged(t),
+        None => out.fresh(),
+    };
+    ExecuteResponse {
+        session: Some(session),
+        result,
+        error,
+        timing: 0.0,
+    }
+}
+
 fn switch_workload(
     out: &mut SessionOut<'_>,
     token: Option<&Token>,

@@ -18,6 +18,7 @@
 //! | `ferry_shim_read_after_write_waits_total` | `outcome` | a replica's waits for a session's GTID: `reached`, `behind` |
 //! | `ferry_shim_session_state_total` | `way` | statements of sessions with variables or settings on a pooled connection: `set` first, or `kept` on a connection that carried them (sessions/settings_pool.rs) |
 //! | `ferry_shim_settings_pool_connections` | | connections kept with a session's state on them |
+//! | `ferry_shim_idempotency_total` | `outcome` | requests with an `Idempotency-Key`: `stored` (ran, committed with its record), `replayed` (the stored answer), `waited` (met another request's record of the key at its INSERT; looked again) |
 //!
 //! `user` is the MySQL user of an admitted pool; a credential MySQL has not
 //! accepted yet counts as `user="-"`, so made-up user names cannot grow the
@@ -44,6 +45,7 @@ pub struct Metrics {
     requests: IntCounterVec,
     read_after_write: IntCounterVec,
     session_state: IntCounterVec,
+    idempotency: IntCounterVec,
     kept: IntGauge,
     pools: IntGauge,
     connections: IntGaugeVec,
@@ -65,6 +67,11 @@ impl Metrics {
             read_after_write: counter(
                 "ferry_shim_read_after_write_waits_total",
                 "A replica's waits for a session's writes (GTID), by outcome",
+                &["outcome"],
+            ),
+            idempotency: counter(
+                "ferry_shim_idempotency_total",
+                "Requests with an Idempotency-Key, by outcome",
                 &["outcome"],
             ),
             session_state: counter(
@@ -117,6 +124,7 @@ impl Metrics {
             Box::new(m.requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(m.read_after_write.clone()),
             Box::new(m.session_state.clone()),
+            Box::new(m.idempotency.clone()),
             Box::new(m.kept.clone()),
             Box::new(m.pools.clone()),
             Box::new(m.connections.clone()),
@@ -142,6 +150,11 @@ impl Metrics {
     pub fn read_after_write(&self, reached: bool) {
         let outcome = if reached { "reached" } else { "behind" };
         self.read_after_write.with_label_values(&[outcome]).inc();
+    }
+
+    /// A request with an `Idempotency-Key`: `stored`, `replayed` or `waited`.
+    pub fn idempotency(&self, outcome: &'static str) {
+        self.idempotency.with_label_values(&[outcome]).inc();
     }
 
     /// A replica's read of a session that wrote through Vitess: no wait, to the primary.

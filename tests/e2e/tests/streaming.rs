@@ -3,7 +3,7 @@
 //! goes away stops the query in MySQL; the OLAP switch is answered by the gateway.
 mod common;
 
-use common::{cfg, execute_in, gone_within, running, unique, Way};
+use common::{cfg, execute, execute_in, gone_within, running, unique, Way};
 use ferry_compress::Encoding;
 use ferry_e2e::framed::{Protocol, Shape, Transport, STREAM_EXECUTE};
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse};
@@ -215,4 +215,77 @@ async fn the_olap_switch_is_answered_by_the_gateway() {
             .workload;
         assert_eq!(workload, 1, "{way:?}: OLTP");
     }
+}
+
+/// PlanetScale's statement timeouts (sessions/query_timeout.rs): the `QUERY_TIMEOUT_MS`
+/// comment directive and `SET query_timeout`, kept like the client's deadline: the
+/// statement is stopped in MySQL and the answer is `deadline_exceeded` (504), on time.
+#[tokio::test]
+async fn query_timeouts_stop_the_statement() {
+    let cfg = cfg();
+    let auth = cfg.basic_auth();
+    let c = ferry_e2e::connect::ConnectClient::http2(&cfg);
+    let timed_out = |query: String, session: Option<ferry_proto::psdb::v1alpha1::Session>| {
+        let (c, auth) = (&c, auth.clone());
+        async move {
+            let body = serde_json::json!({ "query": query, "session": session }).to_string();
+            let started = Instant::now();
+            let a = c
+                .post(
+                    "/psdb.v1alpha1.Database/Execute",
+                    &[
+                        ("content-type", "application/json"),
+                        ("authorization", auth.as_str()),
+                    ],
+                    body.into_bytes(),
+                )
+                .await;
+            let text = String::from_utf8_lossy(&a.body).into_owned();
+            assert_eq!(a.status, 504, "{text}");
+            assert!(text.contains("deadline_exceeded"), "{text}");
+            assert!(
+                started.elapsed() < Duration::from_secs(3),
+                "{:?}",
+                started.elapsed()
+            );
+            text
+        }
+    };
+    // The directive, on one statement.
+    let marker = unique("qt_directive");
+    let text = timed_out(
+        format!("SELECT /*vt+ QUERY_TIMEOUT_MS=500 */ SLEEP(30), '{marker}'"),
+        None,
+    )
+    .await;
+    assert!(text.contains("500 ms, QUERY_TIMEOUT_MS"), "{text}");
+    gone_within(&marker, Duration::from_secs(2)).await;
+
+    // The session's, set once, on every later statement.
+    let r = execute(Way::ConnectJsonH2, "SET query_timeout = 400").await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let s = r.session.expect("a session");
+    assert_eq!(
+        s.vitess_session.as_ref().map(|v| v.query_timeout),
+        Some(400)
+    );
+    let marker = unique("qt_session");
+    let text = timed_out(format!("SELECT SLEEP(30), '{marker}'"), Some(s.clone())).await;
+    assert!(text.contains("400 ms, query_timeout"), "{text}");
+    gone_within(&marker, Duration::from_secs(2)).await;
+    // A quick statement is untouched; 0 turns it off; a bad value is refused.
+    let r = execute_in(Way::ConnectJsonH2, Some(&s), "SELECT SLEEP(0.1)").await;
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let r = execute_in(Way::ConnectJsonH2, Some(&s), "SET query_timeout = 0").await;
+    assert_eq!(
+        r.session
+            .and_then(|s| s.vitess_session)
+            .map(|v| v.query_timeout),
+        Some(0)
+    );
+    let r = execute(Way::ConnectJsonH2, "SET query_timeout = 'soon'").await;
+    assert_eq!(
+        r.error.map(|e| e.code),
+        Some(ferry_proto::vitess::vtrpc::Code::InvalidArgument as i32)
+    );
 }

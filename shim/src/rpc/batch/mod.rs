@@ -8,4 +8,4 @@ mod plan;
 mod run;
 pub mod settings;
 
-pub use run::run;
+pub use run::{run, run_keyed, Ended};

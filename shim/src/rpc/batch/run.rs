@@ -49,9 +49,57 @@ pub async fn run(
     };
     match plan.mode {
         Mode::Transaction(opening) => {
-            transaction(runner, plan.session, plan.statements, opening).await
+            match transaction(runner, plan.session, plan.statements, opening, None).await? {
+                Ended::Answer(answer) => Ok(*answer),
+                // No record, no conflict.
+                Ended::RecordConflict => Err(ConnectError::new(
+                    Code::Internal,
+                    "a batch without a key met a key's record",
+                )),
+            }
         }
         Mode::Pipeline => pipeline(runner, plan.session, plan.statements).await,
+    }
+}
+
+/// Builds the statement that records an idempotency key, from the answers of the batch's
+/// statements (idempotency/store.rs), run just before the COMMIT.
+pub type Record<'a> = &'a (dyn Fn(&[BatchResult]) -> Result<BatchStatement, ConnectError> + Sync);
+
+/// How a keyed transaction ended.
+pub enum Ended {
+    Answer(Box<ExecuteBatchResponse>),
+    /// Another request recorded the same key first (its record's INSERT met a duplicate
+    /// key): this one was rolled back, and the stored answer is the one to give.
+    RecordConflict,
+}
+
+/// A TRANSACTION batch whose COMMIT also records its key (`record`): rpc/keyed.rs.
+/// Refused in PIPELINE mode: a pipeline is not one transaction.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_keyed(
+    app: &App,
+    creds: &Credentials,
+    req: ExecuteBatchRequest,
+    deadline: Deadline,
+    watch: mpsc::Sender<Bytes>,
+    trace: &Trace,
+    record: Record<'_>,
+) -> Result<Ended, ConnectError> {
+    let plan = Plan::of(req, app.batch.max_statements)?;
+    let runner = Runner {
+        app,
+        creds,
+        deadline,
+        watch,
+        trace,
+    };
+    match plan.mode {
+        Mode::Transaction(opening) => transaction(runner, plan.session, plan.statements, opening, Some(record)).await,
+        Mode::Pipeline => Err(ConnectError::new(
+            Code::InvalidArgument,
+            "an Idempotency-Key is for a TRANSACTION batch (a pipeline is not one transaction: its statements commit one by one)",
+        )),
     }
 }
 
@@ -176,7 +224,8 @@ fn failed(error: RpcError, timing: f64) -> BatchResult {
 
 /// First keywords of statements that end a transaction, or commit it implicitly in
 /// MySQL and MariaDB (DDL, accounts, table maintenance, replication): a TRANSACTION
-/// batch could not roll back what came before them.
+/// batch could not roll back what came before them. Savepoints and temporary tables
+/// are fine inside one ([`ends_a_transaction`]).
 const ENDS_A_TRANSACTION: &[&str] = &[
     "ALTER",
     "ANALYZE",
@@ -192,13 +241,11 @@ const ENDS_A_TRANSACTION: &[&str] = &[
     "INSTALL",
     "LOCK",
     "OPTIMIZE",
-    "RELEASE",
     "RENAME",
     "REPAIR",
     "RESET",
     "REVOKE",
     "ROLLBACK",
-    "SAVEPOINT",
     "START",
     "STOP",
     "TRUNCATE",
@@ -209,11 +256,27 @@ const ENDS_A_TRANSACTION: &[&str] = &[
 
 /// Why this statement cannot be in a TRANSACTION batch, if it cannot.
 fn ends_a_transaction(sql: &str) -> Option<String> {
-    let first = ferry_wire::statement::first_keyword(sql);
-    let autocommit = first == "SET" && sql.to_ascii_lowercase().contains("autocommit");
-    (ENDS_A_TRANSACTION.contains(&first.as_str()) || autocommit).then(|| {
-        let what = if autocommit { "SET autocommit".to_owned() } else { first };
-        format!("{what} ends or implicitly commits a transaction in MySQL: it cannot be in a TRANSACTION batch (use PIPELINE mode)")
+    use ferry_wire::lexer::{Lexer, Tok};
+    let words: Vec<String> = Lexer::new(sql)
+        .filter_map(|t| match t {
+            Tok::Word(w) => Some(w.to_ascii_uppercase()),
+            _ => None,
+        })
+        .take(4)
+        .collect();
+    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    let inside = match w(0) {
+        // ROLLBACK [WORK] TO [SAVEPOINT] s: back to a savepoint, the transaction goes on.
+        "ROLLBACK" => w(1) == "TO" || (w(1) == "WORK" && w(2) == "TO"),
+        // CREATE/DROP TEMPORARY TABLE: no implicit commit.
+        "CREATE" | "DROP" => w(1) == "TEMPORARY",
+        _ => false,
+    };
+    if w(0) == "SET" && sql.to_ascii_lowercase().contains("autocommit") {
+        return Some("SET autocommit changes how the transaction ends: it cannot be in a TRANSACTION batch (use PIPELINE mode)".into());
+    }
+    (!inside && ENDS_A_TRANSACTION.contains(&w(0))).then(|| {
+        format!("{} ends or implicitly commits a transaction in MySQL: it cannot be in a TRANSACTION batch (use PIPELINE mode)", w(0))
     })
 }
 
@@ -222,7 +285,8 @@ async fn transaction(
     session: Option<Session>,
     statements: Vec<BatchStatement>,
     opening: Opening,
-) -> Result<ExecuteBatchResponse, ConnectError> {
+    record: Option<Record<'_>>,
+) -> Result<Ended, ConnectError> {
     if let Some((at, why)) = statements
         .iter()
         .enumerate()
@@ -256,12 +320,12 @@ async fn transaction(
     let mut session = began.session;
     if let Some(error) = began.error {
         // Nothing began (a refused isolation level, READ ONLY on a server without it).
-        return Ok(ExecuteBatchResponse {
+        return Ok(Ended::Answer(Box::new(ExecuteBatchResponse {
             session,
             error: Some(error),
             timing,
             ..Default::default()
-        });
+        })));
     }
     let mut results = Vec::with_capacity(statements.len());
     let mut budget = Budget::new(r.app);
@@ -293,13 +357,50 @@ async fn transaction(
             }
         };
         let session = r.rollback(session, before, in_txn.read_only_txn).await;
-        return Ok(ExecuteBatchResponse {
+        return Ok(Ended::Answer(Box::new(ExecuteBatchResponse {
             session,
             results,
             error: Some(error),
             failed_statement: Some(at as u32),
             timing,
-        });
+        })));
+    }
+    if let Some(record) = record {
+        // The key's record, in this transaction: it commits with the writes or not at all.
+        let recorded = match record(&results) {
+            Ok(insert) => r.one(session.clone(), insert, in_txn).await,
+            Err(e) => Err(e),
+        };
+        let error = match recorded {
+            Ok(a) if a.error.is_none() => {
+                timing += a.timing;
+                session = a.session.or(session);
+                None
+            }
+            Ok(a) => {
+                session = a.session.clone().or(session);
+                let conflict = a
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.code == Code::AlreadyExists as i32);
+                if conflict {
+                    r.rollback(session, before, in_txn.read_only_txn).await;
+                    return Ok(Ended::RecordConflict);
+                }
+                a.error
+            }
+            Err(e) => Some(rpc_error(&e)),
+        };
+        if let Some(error) = error {
+            let session = r.rollback(session, before, in_txn.read_only_txn).await;
+            return Ok(Ended::Answer(Box::new(ExecuteBatchResponse {
+                session,
+                results,
+                error: Some(error),
+                failed_statement: None,
+                timing,
+            })));
+        }
     }
     let commit = BatchStatement {
         query: "COMMIT".into(),
@@ -317,23 +418,23 @@ async fn transaction(
                 true => r.rollback(a.session, before, in_txn.read_only_txn).await,
                 false => a.session,
             };
-            Ok(ExecuteBatchResponse {
+            Ok(Ended::Answer(Box::new(ExecuteBatchResponse {
                 session,
                 results,
                 error: a.error,
                 failed_statement: None,
                 timing,
-            })
+            })))
         }
         // The COMMIT's outcome could not be told (its message says so): the session from
         // before the batch, whose transaction is gone either way.
-        Err(e) => Ok(ExecuteBatchResponse {
+        Err(e) => Ok(Ended::Answer(Box::new(ExecuteBatchResponse {
             session: before,
             results,
             error: Some(rpc_error(&e)),
             failed_statement: None,
             timing,
-        }),
+        }))),
     }
 }
 
@@ -416,6 +517,7 @@ mod tests {
             "SET autocommit = 1",
             "set @@AUTOCOMMIT=1",
             "GRANT SELECT ON t TO u",
+            "ROLLBACK WORK",
         ] {
             assert!(ends_a_transaction(sql).is_some(), "{sql}");
         }
@@ -427,6 +529,12 @@ mod tests {
             "SET @x = 1",
             "(SELECT 1)",
             "REPLACE INTO t VALUES (1)",
+            "SAVEPOINT a",
+            "RELEASE SAVEPOINT a",
+            "ROLLBACK TO SAVEPOINT a",
+            "rollback work to a",
+            "CREATE TEMPORARY TABLE tmp (id INT)",
+            "DROP TEMPORARY TABLE tmp",
         ] {
             assert!(ends_a_transaction(sql).is_none(), "{sql}");
         }
