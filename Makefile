@@ -147,6 +147,14 @@ bench-replicas: build
 bench-cost: build
 	loadtest/bench.sh cost
 
+# Batches and idempotency keys (issue 28, docs/benchmarks/batches.md "Batches"): a 5-statement
+# transaction as transaction()'s 7 requests vs one ExecuteBatch on the far shape (MySQL+TLS beside,
+# HTTP/2 and HTTP/3), then a keyed against an unkeyed write on loopback with CPU per call;
+# ~3 minutes; needs root (netns).
+.PHONY: bench-batch
+bench-batch: build
+	loadtest/bench.sh batch
+
 bench-down:
 	loadtest/bench.sh down
 

@@ -17,6 +17,10 @@
 #                                (COST_LARGE_ITER, 10), MySQL+TLS vs Ferry HTTP/2 and HTTP/3 × Connect JSON
 #                                and proto, ROUNDS (2) interleaved; QPS, p50/p99, CPU µs per request and
 #                                ms per MB of Envoy, shim, MariaDB, k6 (make bench-cost; results cost.md)
+#   bench.sh batch               batches (issue 28): a 5-statement transaction as 7 requests (transaction())
+#                                vs one ExecuteBatch, far shape, MySQL+TLS beside, HTTP/2 and HTTP/3; then on
+#                                loopback a one-INSERT batch with and without an Idempotency-Key, CPU per call
+#                                (make bench-batch; BATCH_ITER (20, far), BATCH_LOOP (10s, loopback); results batches.md)
 #   bench.sh build               build bin/k6 and the tools only
 #   bench.sh report DIR          re-render DIR/results.{json,md} and charts from DIR/runs
 #   bench.sh cost-report DIR     re-render DIR/cost.md from DIR/runs
@@ -703,6 +707,30 @@ print(f"\nErrors in all runs: {errs}.")
 PY
 }
 
+# --- the batch benchmark (bench.sh batch; docs/benchmarks/batches.md) ---
+# batch_report: p50/p99 per run, round trips (p50 ÷ the far shape's RTT), CPU per call.
+batch_report() {
+  python3 - "$OUT/runs" <<'PY'
+import json, glob, os, sys
+rows = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "batch.*.json"))):
+    d = json.load(open(path)); l = d["labels"]; m = d["metrics"]
+    lat = m.get("ferry_ms", {}).get("values", {})
+    p50, p99 = lat.get("p(50)", 0), lat.get("p(99)", 0)
+    calls = m.get("ferry_calls", {}).get("values", {}).get("count", 0)
+    errs = m.get("ferry_errors", {}).get("values", {}).get("count", 0)
+    cpu = d.get("cpu_ms_per_call", {})
+    rtts = p50 / l["rtt_ms"] if l["net"] == "far" and l["rtt_ms"] else None
+    rows.append((l["net"], l["variant"], l["client"], os.path.basename(path), calls, errs, p50, p99, rtts, cpu))
+print("| network | mode | client | calls | errors | p50 ms | p99 ms | round trips (p50 ÷ RTT) | CPU µs/call envoy / shim / mysql |")
+print("|---|---|---|---|---|---|---|---|---|")
+for net, mode, client, name, calls, errs, p50, p99, rtts, cpu in rows:
+    c = " / ".join(f"{cpu[k] * 1000:.0f}" for k in ("envoy", "shim", "mysql") if k in cpu) or "-"
+    r = f"{rtts:.2f}" if rtts is not None else "-"
+    print(f"| {net} | {mode} | {client} | {calls} | {errs} | {p50:.1f} | {p99:.1f} | {r} | {c} |")
+PY
+}
+
 # --- entry points ---
 prepare() { # PROFILE
   PROFILE=$1
@@ -738,6 +766,8 @@ case "${1:-}" in
     for w in $WORKLOADS; do workload "$w"; done
     # Every codec each way, Connect JSON and proto (one call each; k6/compress-smoke.js).
     for client in ${CLIENTS/mysql/}; do run compress-smoke "$client" "" 1 1; done
+    # ExecuteBatch and an Idempotency-Key (k6/batch.js; make bench-batch measures them).
+    for client in ${CLIENTS/mysql/}; do run batch "$client" batch 1 2; run batch "$client" keyed 1 2; done
     # The cost run's two side benches, briefly, so they keep working: Envoy's variants and
     # the shim's socket vs TCP hop to MariaDB.
     BREAKDOWN_N=200 BREAKDOWN_ROUNDS=1 "$LT/envoy-breakdown.sh" "$OUT/breakdown.md" 2>"$OUT/logs/breakdown.log" \
@@ -851,6 +881,18 @@ case "${1:-}" in
     # The shim's hop to MariaDB: its unix socket vs TCP, straight at two extra shims.
     [ "${COST_TRANSPORT:-1}" = 0 ] || ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/shim-transport.sh" "$OUT/transport.md" \
       2> >(tee "$OUT/logs/transport.log" >&2) && cat "$OUT/transport.md"
+    finish || true ;;
+  batch)
+    prepare batch; use_ns
+    shape far
+    for client in mysql h2 h3; do run batch "$client" requests 1 "${BATCH_ITER:-20}"; done
+    for client in h2 h3; do run batch "$client" batch 1 "${BATCH_ITER:-20}"; done
+    shape loopback
+    CPU_PIDS="envoy:$(pid_of envoy) shim:$(pid_of shim) mysql:$(pid_of mysql)"
+    for round in 1 2; do
+      for mode in one keyed; do RUN_SUFFIX=".r$round" run batch h2 "$mode" 4 "${BATCH_LOOP:-10s}"; done
+    done
+    batch_report | tee "$OUT/batches.md"
     finish || true ;;
   report) "$LT/bin/report" "${2:?results dir}" ;;
   cost-report) OUT="${2:?results dir}"; cost_report ;;

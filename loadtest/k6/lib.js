@@ -65,6 +65,8 @@ export function options(vus, iterations) {
 //   connection (needed for transactions; MySQL keeps its one connection anyway).
 // Returns {run(sql, record=true), txn(sqls)}: run(...) -> true when the call succeeded;
 // txn runs the statements one request each and records them as one call (their total).
+// Through our extension (h3, or h2 with ext) also batch(statements, mode, key): one
+// ExecuteBatch.
 export function client(o = {}) {
   if (CLIENT === 'mysql') {
     const db = mysql.client({
@@ -84,7 +86,10 @@ export function client(o = {}) {
       fresh: !!o.fresh, resume: !!o.resume, zeroRtt: !!o.zeroRtt, headers: HEADERS,
       session: !!o.session, codec, format,
     });
-    return withTxn((sql, record = true) => note(c.execute(sql), record), (sql) => c.execute(sql), !!o.session);
+    const t = withTxn((sql, record = true) => note(c.execute(sql), record), (sql) => c.execute(sql), !!o.session);
+    // batch(statements, mode, key): one ExecuteBatch (Ferry's own RPC), recorded as one call.
+    t.batch = (statements, mode = 'TRANSACTION', key = '') => note(c.batch(JSON.stringify(statements), mode, key), true);
+    return t;
   }
   if (CLIENT === 'h2') {
     const state = { session: o.session ? null : undefined };

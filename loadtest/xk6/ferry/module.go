@@ -75,7 +75,21 @@ type roundTripper interface {
 
 // Execute runs one SQL statement and returns what the script needs to check it.
 func (c *Client) Execute(sql string) map[string]any {
-	r := newRequest(c.vu.Context(), c.o, sql, c.session)
+	return c.call(newRequest(c.vu.Context(), c.o, sql, c.session))
+}
+
+// Batch runs one ExecuteBatch (statements: a JSON array, mode TRANSACTION or PIPELINE,
+// key: an Idempotency-Key or ""), in Connect JSON whatever the client's format.
+func (c *Client) Batch(statements, mode, key string) map[string]any {
+	o := c.o
+	o.format = "json"
+	return c.callAs(o, newBatchRequest(c.vu.Context(), o, statements, mode, key, c.session))
+}
+
+func (c *Client) call(r *request) map[string]any { return c.callAs(c.o, r) }
+
+// callAs sends r and reads its answer with options o (the client's, or a batch's JSON).
+func (c *Client) callAs(o options, r *request) map[string]any {
 	defer r.cancel()
 	if c.o.fresh && c.o.tickets != nil {
 		c.o.tickets.reset()
@@ -102,7 +116,7 @@ func (c *Client) Execute(sql string) map[string]any {
 		out["status"], out["proto"] = res.status, res.proto
 		out["resumed"], out["early"], out["encoding"] = res.resumed, res.early, res.coding
 		out["ticket"] = ticket
-		if c.o.format == "proto" && res.status == 200 {
+		if o.format == "proto" && res.status == 200 {
 			session, rpcErr, perr := protoAnswer(res.body)
 			switch {
 			case perr != nil:

@@ -49,6 +49,29 @@ func newRequest(parent context.Context, o options, sql string, session []byte) *
 		url: o.base + "/psdb.v1alpha1.Database/Execute"}
 }
 
+// newBatchRequest is one ExecuteBatch call (ferry.v1alpha1.Database) in Connect unary
+// JSON: statements is the JSON array of the request's statements, mode TRANSACTION or
+// PIPELINE; key, if not empty, is its Idempotency-Key.
+func newBatchRequest(parent context.Context, o options, statements, mode, key string, session []byte) *request {
+	msg := map[string]any{"statements": json.RawMessage(statements), "mode": mode}
+	if len(session) > 0 {
+		msg["session"] = json.RawMessage(session)
+	}
+	body, _ := json.Marshal(msg) // the script's JSON is checked by the server
+	h := http.Header{}
+	h.Set("content-type", "application/json")
+	h.Set("authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user+":"+o.password)))
+	if key != "" {
+		h.Set("idempotency-key", key)
+	}
+	for k, v := range o.headers {
+		h.Set(k, v)
+	}
+	ctx, cancel := context.WithTimeout(parent, o.timeout)
+	return &request{ctx: ctx, cancel: cancel, body: body, hdr: h, min: o.minBytes,
+		url: o.base + "/ferry.v1alpha1.Database/ExecuteBatch"}
+}
+
 // compress encodes the body with the client's codec (Connect unary: Content-Encoding),
 // unless it is identity or the body is smaller than the floor. Called inside the timed
 // part of a call: compressing is the client's cost of the codec.
