@@ -28,6 +28,8 @@ pub struct App {
     pub instance: [u8; 8],
     pub max_request_bytes: usize,
     pub result_limits: ResultLimits,
+    /// Password guessing, throttled before MySQL (throttle/).
+    pub throttle: crate::throttle::limiter::Throttle,
     /// Idempotency keys' retention and limits (idempotency/).
     pub idempotency: crate::idempotency::settings::IdempotencySettings,
     /// When records past the retention are deleted.
@@ -70,6 +72,7 @@ impl App {
             result_limits: cfg.result_limits,
             batch: cfg.batch,
             idempotency: cfg.idempotency,
+            throttle: crate::throttle::limiter::Throttle::new(cfg.throttle),
             idempotency_cleaner: Default::default(),
             stream_chunks: cfg.stream_chunks,
             unary_spill: cfg.unary_spill,

@@ -20,6 +20,7 @@ use crate::sessions::state::{self, StateSettings};
 use crate::settings::{Setting, Vars};
 use crate::telemetry::log::{self, Level};
 use crate::telemetry::trace::{self, TraceSettings};
+use crate::throttle::settings::{self as throttle, ThrottleSettings};
 use crate::tls::listen::{self as listen_tls, ListenTls};
 use crate::types::column_types::{self, ColumnTypeSettings};
 
@@ -31,6 +32,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("TLS to MySQL", crate::mysql::tls::SETTINGS),
     ("Pools", pool::SETTINGS),
     ("Who is served", account::SETTINGS),
+    ("Password guessing", throttle::SETTINGS),
     ("Sessions", seal::SETTINGS),
     ("Pins", pins::SETTINGS),
     ("Session state", state::SETTINGS),
@@ -64,6 +66,7 @@ pub struct Config {
     pub column_types: ColumnTypeSettings,
     pub batch: BatchSettings,
     pub idempotency: IdempotencySettings,
+    pub throttle: ThrottleSettings,
     pub log_level: Level,
     pub trace: TraceSettings,
 }
@@ -99,6 +102,7 @@ impl Config {
             column_types: ColumnTypeSettings::from_vars(&vars)?,
             batch: BatchSettings::from_vars(&vars)?,
             idempotency: IdempotencySettings::from_vars(&vars)?,
+            throttle: ThrottleSettings::from_vars(&vars)?,
             log_level: Level::from_vars(&vars)?,
             trace: TraceSettings::from_vars(&vars)?,
         })

@@ -18,6 +18,7 @@ mod sessions;
 mod settings;
 mod statement;
 mod telemetry;
+mod throttle;
 mod tls;
 mod types;
 

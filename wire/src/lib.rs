@@ -1,6 +1,6 @@
 //! What Ferry's filter and shim must agree on, written once: the statement classifier,
-//! placeholders, the message envelope, the RPC list, the status table and Basic
-//! credentials.
+//! placeholders, the message envelope, the RPC list, the status table, Basic
+//! credentials and the headers Envoy sets for both.
 //! The shim uses it to keep pooled connections clean; the filter uses it to decide what
 //! may run in HTTP/3 early data (0-RTT). It builds natively and for `wasm32-wasip1`.
 //!
@@ -19,6 +19,7 @@
 
 pub mod basic_auth;
 pub mod envelope;
+pub mod headers;
 pub mod lexer;
 pub mod placeholder;
 pub mod replay;

@@ -16,7 +16,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 
 pub const CLIENT_RTT_HEADER: &str = "x-ferry-client-rtt-ms";
-pub const CLIENT_ADDR_HEADER: &str = "x-ferry-client-addr";
+pub const CLIENT_ADDR_HEADER: &str = ferry_wire::headers::CLIENT_ADDR;
 
 /// `compression.min_rtt_ms`'s default: clients a few ms away at most (the same host,
 /// zone or region: fast links) get identity. Measured

@@ -13,7 +13,7 @@ pub struct ConnectError {
     /// unknown route, 405, 415), as Connect servers do.
     pub http_status: Option<u16>,
     /// A response header that goes with it (a replica's `x-ferry-replica-behind`).
-    pub header: Option<(&'static str, &'static str)>,
+    pub header: Option<(&'static str, String)>,
 }
 
 impl ConnectError {
@@ -26,8 +26,8 @@ impl ConnectError {
         }
     }
 
-    pub fn with_header(mut self, name: &'static str, value: &'static str) -> Self {
-        self.header = Some((name, value));
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.header = Some((name, value.into()));
         self
     }
 

@@ -42,8 +42,10 @@ pub fn connect_error_response(e: &ConnectError) -> Response<MessageBody> {
     if e.status() == 405 {
         h.insert(ALLOW, HeaderValue::from_static("POST"));
     }
-    if let Some((name, value)) = e.header {
-        h.insert(name, HeaderValue::from_static(value));
+    if let Some((name, value)) = &e.header {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            h.insert(*name, v);
+        }
     }
     resp
 }

@@ -20,19 +20,22 @@ use crate::connect::error::ConnectError;
 use crate::connect::response::{
     connect_error_response, AnsweredCode, CountedAtItsEnd, ShimBody, PROTO,
 };
-use crate::credentials;
+use crate::credentials::{self, Credentials};
 use crate::mysql::role;
 use crate::rpc;
 use crate::telemetry::log::Level;
 use crate::telemetry::trace::Trace;
+use crate::throttle::limiter::Attempt;
 use bytes::Bytes;
 use ferry_proto::vitess::vtrpc::Code;
+use ferry_wire::headers::CLIENT_ADDR as CLIENT_ADDR_HEADER;
 use ferry_wire::rpc::Method as Rpc;
 use http::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Method, Request, Response};
 use http_body_util::{BodyExt, Either, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 /// One request → one response; never fails at the HTTP level.
@@ -63,7 +66,20 @@ pub async fn handle(
         None => Trace::off(),
     };
     let mut user = String::new();
-    let answer = rpc(&app, req, arrived, &mut user, &trace).await;
+    let mut attempt = None;
+    let answer = rpc(&app, req, arrived, &mut user, &mut attempt, &trace).await;
+    if let Some((a, creds)) = attempt {
+        // A login of a credential not admitted before (throttle/): refused, or admitted
+        // now (MySQL took its password), or neither (no connection: not counted).
+        if answer
+            .as_ref()
+            .is_err_and(|e| e.code == Code::Unauthenticated)
+        {
+            app.throttle.failed(a);
+        } else if app.pools.idle(&creds).is_some() {
+            app.throttle.succeeded(a);
+        }
+    }
     let code = match &answer {
         Ok(resp) => resp
             .extensions()
@@ -120,6 +136,7 @@ async fn rpc(
     req: Request<Incoming>,
     arrived: tokio::time::Instant,
     user: &mut String,
+    attempt: &mut Option<(Attempt, Credentials)>,
     trace: &Trace,
 ) -> Result<Response<ShimBody>, ConnectError> {
     let path = req.uri().path();
@@ -141,6 +158,22 @@ async fn rpc(
         credentials::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
             .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
     user.clone_from(&creds.user);
+    // Password guessing (throttle/): a credential MySQL has not admitted yet is checked
+    // first; one that has (its pool is open) never is.
+    if app.pools.idle(&creds).is_none() {
+        let client = req
+            .headers()
+            .get(CLIENT_ADDR_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<IpAddr>().ok());
+        match app.throttle.check(&creds, client) {
+            Ok(a) => *attempt = Some((a, creds.clone())),
+            Err(refusal) => {
+                app.metrics.auth_throttled(refusal.reason());
+                return Err(refusal.error());
+            }
+        }
+    }
     // Statements only (a batch's covers all its statements): the session RPCs are quick
     // and have no statement to stop.
     let deadline = match rpc {

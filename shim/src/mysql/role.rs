@@ -153,6 +153,6 @@ mod tests {
             e.message,
             "replica has not applied this session's writes within 500 ms"
         );
-        assert_eq!(e.header, Some((BEHIND_HEADER, "1")));
+        assert_eq!(e.header, Some((BEHIND_HEADER, "1".to_owned())));
     }
 }

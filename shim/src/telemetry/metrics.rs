@@ -18,6 +18,7 @@
 //! | `ferry_shim_read_after_write_waits_total` | `outcome` | a replica's waits for a session's GTID: `reached`, `behind` |
 //! | `ferry_shim_session_state_total` | `way` | statements of sessions with variables or settings on a pooled connection: `set` first, or `kept` on a connection that carried them (sessions/settings_pool.rs) |
 //! | `ferry_shim_settings_pool_connections` | | connections kept with a session's state on them |
+//! | `ferry_shim_auth_throttled_total` | `reason` | logins answered without MySQL: `address` or `user` (429, too many failures), `repeated_password` (401, that password just failed) |
 //! | `ferry_shim_idempotency_total` | `outcome` | requests with an `Idempotency-Key`: `stored` (ran, committed with its record), `replayed` (the stored answer), `waited` (met another request's record of the key at its INSERT; looked again) |
 //!
 //! `user` is the MySQL user of an admitted pool; a credential MySQL has not
@@ -46,6 +47,7 @@ pub struct Metrics {
     read_after_write: IntCounterVec,
     session_state: IntCounterVec,
     idempotency: IntCounterVec,
+    throttled: IntCounterVec,
     kept: IntGauge,
     pools: IntGauge,
     connections: IntGaugeVec,
@@ -68,6 +70,11 @@ impl Metrics {
                 "ferry_shim_read_after_write_waits_total",
                 "A replica's waits for a session's writes (GTID), by outcome",
                 &["outcome"],
+            ),
+            throttled: counter(
+                "ferry_shim_auth_throttled_total",
+                "Logins answered without asking MySQL (password guessing), by reason",
+                &["reason"],
             ),
             idempotency: counter(
                 "ferry_shim_idempotency_total",
@@ -125,6 +132,7 @@ impl Metrics {
             Box::new(m.read_after_write.clone()),
             Box::new(m.session_state.clone()),
             Box::new(m.idempotency.clone()),
+            Box::new(m.throttled.clone()),
             Box::new(m.kept.clone()),
             Box::new(m.pools.clone()),
             Box::new(m.connections.clone()),
@@ -150,6 +158,11 @@ impl Metrics {
     pub fn read_after_write(&self, reached: bool) {
         let outcome = if reached { "reached" } else { "behind" };
         self.read_after_write.with_label_values(&[outcome]).inc();
+    }
+
+    /// A login answered without MySQL (throttle/): `address`, `user`, `repeated_password`.
+    pub fn auth_throttled(&self, reason: &'static str) {
+        self.throttled.with_label_values(&[reason]).inc();
     }
 
     /// A request with an `Idempotency-Key`: `stored`, `replayed` or `waited`.

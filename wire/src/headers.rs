@@ -1,0 +1,6 @@
+//! Request headers Envoy sets for the filter and the shim (envoy/ferry.yaml's early
+//! header mutation, a client's own value removed first).
+
+/// The client's address (`%DOWNSTREAM_DIRECT_REMOTE_ADDRESS_WITHOUT_PORT%`): the
+/// filter's distance rule, the shim's login throttle.
+pub const CLIENT_ADDR: &str = "x-ferry-client-addr";
