@@ -154,6 +154,11 @@ cargo test -p ferry-e2e --test stream_memory -- --ignored --nocapture || status=
 cargo test -p ferry-e2e --tests --no-fail-fast -- --test-threads=4 || status=$?
 # Alone, after the others: kills and restarts the shim mid-transaction.
 cargo test -p ferry-e2e --test shim_restart -- --ignored || status=$?
+# Alone: the TCP gateway's path to MariaDB stalls (iptables drops its port on loopback):
+# deadlines are still answered, and it recovers (tests/e2e/tests/stall.rs; root).
+command -v iptables >/dev/null || PATH="$PATH:/usr/sbin:/sbin"
+command -v iptables >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iptables >/dev/null
+cargo test -p ferry-e2e --test stall -- --ignored --nocapture || status=$?
 # Alone: kills the shim of the pair that holds a session, then restarts it.
 cargo test -p ferry-e2e --test affinity -- --ignored || status=$?
 pair_gateway gateway >/dev/null || status=$?
