@@ -510,8 +510,6 @@ fn count(out: &mut SessionOut<'_>, counter: Counter, name: String) -> ExecuteRes
     }
 }
 
-/// `SET workload = ...`: vitess's setting, kept in the session's options;
-/// nothing runs in MySQL and nothing is pinned (sessions/olap.rs).
 /// `SET query_timeout = ms`: kept in the session (sessions/query_timeout.rs); nothing
 /// runs in MySQL.
 fn set_query_timeout(
@@ -519,31 +517,20 @@ fn set_query_timeout(
     token: Option<&Token>,
     set: Result<u64, String>,
 ) -> ExecuteResponse {
-    let (result, error) = match set {
-        Ok(ms) => {
-            out.base.query_timeout = i64::try_from(ms).unwrap_or(i64::MAX);
-            (Some(QueryResult::default()), None)
-        }
-        Err(value) => (None, Some(bad_query_timeout(&value))),
-    };
-    let session = match token {
-        Some(t) => out.unchanged(t),
-        None => out.fresh(),
-    };
-    ExecuteResponse {
-        session: Some(session),
-        result,
-        error,
-        timing: 0.0,
-    }
+    let set = set
+        .map(|ms| out.base.query_timeout = i64::try_from(ms).unwrap_or(i64::MAX))
+        .map_err(|value| bad_query_timeout(&value));
+    setting_answered(out, token, set)
 }
 
+/// `SET workload = ...`: vitess's setting, kept in the session's options;
+/// nothing runs in MySQL and nothing is pinned (sessions/olap.rs).
 fn switch_workload(
     out: &mut SessionOut<'_>,
     token: Option<&Token>,
     set: Result<Workload, String>,
 ) -> ExecuteResponse {
-    let (result, error) = match set {
+    let set = match set {
         Ok(workload) => {
             out.base
                 .options
@@ -555,13 +542,27 @@ fn switch_workload(
                 user = out.creds.user,
                 workload = workload.as_str_name()
             );
-            (Some(QueryResult::default()), None)
+            Ok(())
         }
-        Err(value) => (None, Some(bad_workload(&value))),
+        Err(value) => Err(bad_workload(&value)),
     };
+    setting_answered(out, token, set)
+}
+
+/// The answer to a setting the gateway keeps in the session itself: the session as
+/// it now is (pin unchanged), an empty result or the setting's error.
+fn setting_answered(
+    out: &SessionOut<'_>,
+    token: Option<&Token>,
+    set: Result<(), RpcError>,
+) -> ExecuteResponse {
     let session = match token {
         Some(t) => out.unchanged(t),
         None => out.fresh(),
+    };
+    let (result, error) = match set {
+        Ok(()) => (Some(QueryResult::default()), None),
+        Err(e) => (None, Some(e)),
     };
     ExecuteResponse {
         session: Some(session),

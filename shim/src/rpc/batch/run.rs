@@ -39,14 +39,7 @@ pub async fn run(
     watch: mpsc::Sender<Bytes>,
     trace: &Trace,
 ) -> Result<ExecuteBatchResponse, ConnectError> {
-    let plan = Plan::of(req, app.batch.max_statements)?;
-    let runner = Runner {
-        app,
-        creds,
-        deadline,
-        watch,
-        trace,
-    };
+    let (plan, runner) = Runner::planned(app, creds, req, deadline, watch, trace)?;
     match plan.mode {
         Mode::Transaction(opening) => {
             match transaction(runner, plan.session, plan.statements, opening, None).await? {
@@ -86,14 +79,7 @@ pub async fn run_keyed(
     trace: &Trace,
     record: Record<'_>,
 ) -> Result<Ended, ConnectError> {
-    let plan = Plan::of(req, app.batch.max_statements)?;
-    let runner = Runner {
-        app,
-        creds,
-        deadline,
-        watch,
-        trace,
-    };
+    let (plan, runner) = Runner::planned(app, creds, req, deadline, watch, trace)?;
     match plan.mode {
         Mode::Transaction(opening) => transaction(runner, plan.session, plan.statements, opening, Some(record)).await,
         Mode::Pipeline => Err(ConnectError::new(
@@ -109,6 +95,30 @@ struct Runner<'a> {
     deadline: Deadline,
     watch: mpsc::Sender<Bytes>,
     trace: &'a Trace,
+}
+
+impl<'a> Runner<'a> {
+    /// The batch's plan (what it may ask, checked: plan.rs) and its runner.
+    fn planned(
+        app: &'a App,
+        creds: &'a Credentials,
+        req: ExecuteBatchRequest,
+        deadline: Deadline,
+        watch: mpsc::Sender<Bytes>,
+        trace: &'a Trace,
+    ) -> Result<(Plan, Runner<'a>), ConnectError> {
+        let plan = Plan::of(req, app.batch.max_statements)?;
+        Ok((
+            plan,
+            Runner {
+                app,
+                creds,
+                deadline,
+                watch,
+                trace,
+            },
+        ))
+    }
 }
 
 impl Runner<'_> {
