@@ -76,7 +76,7 @@ impl Deadline {
     pub async fn within<F: Future>(&self, f: F) -> Result<F::Output, ConnectError> {
         tokio::select! {
             out = f => Ok(out),
-            () = self.expired() => Err(self.error()),
+            () = self.expired() => Err(self.error_before_running()),
         }
     }
 
@@ -88,6 +88,16 @@ impl Deadline {
                 "the statement did not finish within its deadline ({ms} ms, {}); it was stopped",
                 self.by
             ),
+        )
+    }
+
+    /// The deadline passed while waiting (for a connection, a login, a session's pin):
+    /// nothing ran.
+    pub fn error_before_running(&self) -> ConnectError {
+        let ms = self.at.map_or(0, |(_, ms)| ms);
+        ConnectError::new(
+            Code::DeadlineExceeded,
+            format!("the deadline ({ms} ms, {}) passed before the statement could start (waiting for a connection to MySQL or for the session's); it did not run", self.by),
         )
     }
 
@@ -147,6 +157,8 @@ mod tests {
             .unwrap_err();
         assert_eq!((waited.status(), waited.name()), (504, "deadline_exceeded"));
         assert!(waited.message.contains("50 ms"), "{}", waited.message);
+        // Waiting: nothing ran, and the answer says so (not that something was stopped).
+        assert!(waited.message.contains("did not run"), "{}", waited.message);
         // When the database did not stop it, the answer does not say it did.
         let left = d.error_not_stopped();
         assert_eq!(left.status(), 504);
