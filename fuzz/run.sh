@@ -2,7 +2,8 @@
 # Runs every fuzz target (or those named after the seconds) for SECONDS each:
 #   fuzz/run.sh [SECONDS] [TARGET...]          (make fuzz / make fuzz-smoke)
 # Corpora grow in target/fuzz-corpus/<target> (not committed), seeded from
-# fuzz/seeds/<target>; a crash is saved under fuzz/artifacts/<target>/ and fails the
+# fuzz/seeds/<target> and fuzz/corpus/<target> (make fuzz-long's minimised, committed
+# corpus; both only read); a crash is saved under fuzz/artifacts/<target>/ and fails the
 # run. Prints one summary line per target: libFuzzer's executions ("Done N runs in
 # S second(s)") and the outcome.
 set -uo pipefail
@@ -23,7 +24,9 @@ for t in "${targets[@]}"; do
   corpus=target/fuzz-corpus/$t
   mkdir -p "$corpus" "fuzz/artifacts/$t"
   seeds=()
-  [ -d "fuzz/seeds/$t" ] && seeds=("fuzz/seeds/$t")
+  [ -d "fuzz/seeds/$t" ] && seeds+=("fuzz/seeds/$t")
+  # The kept corpus of `make fuzz-long` (mk/fuzz-long.mk), read like the seeds.
+  [ -d "fuzz/corpus/$t" ] && seeds+=("fuzz/corpus/$t")
   echo "== fuzz $t: ${seconds}s"
   # New inputs go to the first corpus directory; seeds are only read. One allocation
   # over 32 MiB is a crash too (a decoder trusting a declared size).

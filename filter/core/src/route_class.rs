@@ -76,10 +76,18 @@ pub fn of_batch(message: &[u8]) -> Class {
         return Class::Write;
     };
     let (in_transaction, pinned) = session_state(request.session.as_ref());
-    let classes = request
+    // A session in a transaction or pinned: its shim, whatever the batch (the shim refuses
+    // a TRANSACTION batch there). An empty batch is the shim's to refuse: never retried.
+    if in_transaction || pinned {
+        return Class::Session;
+    }
+    if request.statements.is_empty() {
+        return Class::Write;
+    }
+    let mut classes = request
         .statements
         .iter()
-        .map(|s| of_statement(&s.query, in_transaction, pinned));
+        .map(|s| of_statement(&s.query, false, false));
     if request.mode == BatchMode::Pipeline as i32 {
         // The most demanding: Session > Write > Read.
         return classes.fold(Class::Read, |most, c| match (most, c) {
@@ -89,10 +97,7 @@ pub fn of_batch(message: &[u8]) -> Class {
         });
     }
     let read_only = request.transaction.is_some_and(|t| t.read_only);
-    let mut classes = classes;
-    if in_transaction || pinned {
-        Class::Session
-    } else if read_only && !request.statements.is_empty() && classes.all(|c| c == Class::Read) {
+    if read_only && classes.all(|c| c == Class::Read) {
         Class::Read
     } else {
         Class::Write
