@@ -14,7 +14,9 @@ const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";
 /// MariaDB's counter is the server's: the tests of this file take turns.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// MariaDB's count of failed connection attempts (wrong passwords among them).
+/// MariaDB's count of failed connection attempts (wrong passwords among them): the
+/// server's, so other clients' count too. Only checked never to rise by more than this
+/// shim's own count says.
 async fn aborted_connects(db: &Db) -> u64 {
     let mut c = db.direct().await;
     let v: Option<(String, u64)> = c
@@ -22,6 +24,38 @@ async fn aborted_connects(db: &Db) -> u64 {
         .await
         .expect("status");
     v.expect("Aborted_connects").1
+}
+
+/// The logins this shim tried that MySQL refused (or could not open): its own
+/// `ferry_shim_pool_connect_errors_total`, all users.
+async fn refused_logins(port: u16) -> u64 {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let (mut h2, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    let req = hyper::Request::get("http://shim/metrics")
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let body = h2
+        .send_request(req)
+        .await
+        .unwrap()
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes();
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|l| l.starts_with("ferry_shim_pool_connect_errors_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 struct Got {
@@ -103,7 +137,8 @@ async fn guesses_at_one_user_are_throttled_and_its_owner_still_gets_in() {
 
     // A burst of different wrong passwords from 10.9.0.1: the user's score reaches 5
     // (2 so far), then 429 with Retry-After, and MySQL sees no more handshakes.
-    let before = aborted_connects(&db).await;
+    let before = refused_logins(port).await;
+    let aborted_before = aborted_connects(&db).await;
     let mut statuses = Vec::new();
     let mut retry_after = None;
     let guesses = 30;
@@ -124,11 +159,13 @@ async fn guesses_at_one_user_are_throttled_and_its_owner_still_gets_in() {
         statuses[refused_by_mysql..].iter().all(|s| *s == 429),
         "{statuses:?}"
     );
-    let handshakes = aborted_connects(&db).await - before;
+    let handshakes = refused_logins(port).await - before;
     assert_eq!(
         handshakes as usize, refused_by_mysql,
-        "MariaDB saw {handshakes} failed logins for {guesses} guesses"
+        "{handshakes} logins refused by MySQL for {guesses} guesses"
     );
+    // MariaDB's own counter rose by at least those (others may count there too).
+    assert!(aborted_connects(&db).await - aborted_before >= handshakes);
     let retry_after = retry_after.expect("a Retry-After");
     assert!((1..=60).contains(&retry_after), "{retry_after}");
 

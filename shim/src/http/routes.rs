@@ -159,8 +159,9 @@ async fn rpc(
             .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
     user.clone_from(&creds.user);
     // Password guessing (throttle/): a credential MySQL has not admitted yet is checked
-    // first; one that has (its pool is open) never is.
-    if app.pools.idle(&creds).is_none() {
+    // first; one that has (its pool is open) never is, nor one the policy refuses
+    // without asking MySQL.
+    if app.pools.idle(&creds).is_none() && app.pools.asks_mysql(&creds) {
         let client = req
             .headers()
             .get(CLIENT_ADDR_HEADER)

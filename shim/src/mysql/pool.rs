@@ -163,6 +163,12 @@ impl Pools {
         &self.database
     }
 
+    /// Whether a login of `creds` would go to MySQL: the policy refuses some before
+    /// (an empty password, a deny-listed name), with answers of their own.
+    pub fn asks_mysql(&self, creds: &Credentials) -> bool {
+        self.policy.precheck(creds).is_ok()
+    }
+
     /// The database a connection opens. On Vitess a replica's shim names vtgate's
     /// tablet type with it (`ferry@replica`): vtgate then routes every statement of the
     /// connection to replica tablets (its `@replica` target; a reset keeps it, and

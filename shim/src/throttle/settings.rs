@@ -49,8 +49,30 @@ impl ThrottleSettings {
             half_life: vars
                 .secs("FERRY_AUTH_THROTTLE_HALF_LIFE_SECS")?
                 .max(Duration::from_secs(1)),
-            negative_cache: vars.secs("FERRY_AUTH_NEGATIVE_CACHE_SECS")?,
-            trusted: vars.secs("FERRY_AUTH_TRUSTED_SECS")?,
+            // 0 is off here (`secs` would make it 1 s).
+            negative_cache: Duration::from_secs(vars.size("FERRY_AUTH_NEGATIVE_CACHE_SECS")? as u64),
+            trusted: Duration::from_secs(vars.size("FERRY_AUTH_TRUSTED_SECS")? as u64),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use std::time::Duration;
+
+    #[test]
+    fn zero_turns_each_part_off() {
+        let c =
+            Config::from_lookup(|n| n.starts_with("FERRY_AUTH_").then(|| "0".to_owned())).unwrap();
+        let t = c.throttle;
+        assert_eq!((t.user_failures, t.addr_failures), (0.0, 0.0));
+        assert_eq!(
+            (t.negative_cache, t.trusted),
+            (Duration::ZERO, Duration::ZERO)
+        );
+        let d = Config::from_lookup(|_| None).unwrap().throttle;
+        assert_eq!((d.user_failures, d.addr_failures), (10.0, 20.0));
+        assert_eq!(d.negative_cache, Duration::from_secs(30));
     }
 }
