@@ -26,8 +26,9 @@ async fn aborted_connects(db: &Db) -> u64 {
     v.expect("Aborted_connects").1
 }
 
-/// The logins this shim tried that MySQL refused (or could not open): its own
-/// `ferry_shim_pool_connect_errors_total`, all users.
+/// The logins of new credentials this shim tried that MySQL refused (or could not open):
+/// its own `ferry_shim_pool_connect_errors_total{user="-"}` (an admitted pool's
+/// connections count under its user: growing one may fail when MariaDB is busy).
 async fn refused_logins(port: u16) -> u64 {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -53,7 +54,7 @@ async fn refused_logins(port: u16) -> u64 {
         .to_bytes();
     String::from_utf8_lossy(&body)
         .lines()
-        .filter(|l| l.starts_with("ferry_shim_pool_connect_errors_total"))
+        .filter(|l| l.starts_with("ferry_shim_pool_connect_errors_total{user=\"-\"}"))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
 }
