@@ -26,39 +26,6 @@ async fn aborted_connects(db: &Db) -> u64 {
     v.expect("Aborted_connects").1
 }
 
-/// The logins of new credentials this shim tried that MySQL refused (or could not open):
-/// its own `ferry_shim_pool_connect_errors_total{user="-"}` (an admitted pool's
-/// connections count under its user: growing one may fail when MariaDB is busy).
-async fn refused_logins(port: u16) -> u64 {
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let (mut h2, conn) = hyper::client::conn::http2::handshake(
-        hyper_util::rt::TokioExecutor::new(),
-        hyper_util::rt::TokioIo::new(tcp),
-    )
-    .await
-    .unwrap();
-    tokio::spawn(conn);
-    let req = hyper::Request::get("http://shim/metrics")
-        .body(http_body_util::Full::new(bytes::Bytes::new()))
-        .unwrap();
-    let body = h2
-        .send_request(req)
-        .await
-        .unwrap()
-        .into_body()
-        .collect()
-        .await
-        .unwrap()
-        .to_bytes();
-    String::from_utf8_lossy(&body)
-        .lines()
-        .filter(|l| l.starts_with("ferry_shim_pool_connect_errors_total{user=\"-\"}"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
-}
-
 struct Got {
     status: u16,
     retry_after: Option<u64>,
@@ -138,7 +105,6 @@ async fn guesses_at_one_user_are_throttled_and_its_owner_still_gets_in() {
 
     // A burst of different wrong passwords from 10.9.0.1: the user's score reaches 5
     // (2 so far), then 429 with Retry-After, and MySQL sees no more handshakes.
-    let before = refused_logins(port).await;
     let aborted_before = aborted_connects(&db).await;
     let mut statuses = Vec::new();
     let mut retry_after = None;
@@ -160,13 +126,8 @@ async fn guesses_at_one_user_are_throttled_and_its_owner_still_gets_in() {
         statuses[refused_by_mysql..].iter().all(|s| *s == 429),
         "{statuses:?}"
     );
-    let handshakes = refused_logins(port).await - before;
-    assert_eq!(
-        handshakes as usize, refused_by_mysql,
-        "{handshakes} logins refused by MySQL for {guesses} guesses"
-    );
     // MariaDB's own counter rose by at least those (others may count there too).
-    assert!(aborted_connects(&db).await - aborted_before >= handshakes);
+    assert!(aborted_connects(&db).await - aborted_before >= refused_by_mysql as u64);
     let retry_after = retry_after.expect("a Retry-After");
     assert!((1..=60).contains(&retry_after), "{retry_after}");
 
