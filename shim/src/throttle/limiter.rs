@@ -110,9 +110,7 @@ impl Throttle {
         }
         if let Some(addr) = addr.filter(|_| s.addr_failures > 0.0) {
             let score = st.addrs.entry(addr).or_insert_with(|| Score::new(now));
-            if score.at(now, s.half_life) > room(s.addr_failures) {
-                score.add(now, s.half_life);
-                let after = score.wait_below(now, s.half_life, room(s.addr_failures));
+            if let Some(after) = over(score, now, s.half_life, s.addr_failures) {
                 return Err(Refusal::Wait {
                     by: "address",
                     after,
@@ -130,9 +128,7 @@ impl Throttle {
                     .users
                     .entry(a.user.clone())
                     .or_insert_with(|| Score::new(now));
-                if score.at(now, s.half_life) > room(s.user_failures) {
-                    score.add(now, s.half_life);
-                    let after = score.wait_below(now, s.half_life, room(s.user_failures));
+                if let Some(after) = over(score, now, s.half_life, s.user_failures) {
                     return Err(Refusal::Wait { by: "user", after });
                 }
             }
@@ -172,6 +168,16 @@ impl Throttle {
 /// failures through (scores decay, so N failures in a row leave a score just under N).
 fn room(threshold: f64) -> f64 {
     (threshold - 1.0).max(0.5)
+}
+
+/// Past the threshold: the refused attempt adds to the score, and the wait is until one
+/// more attempt may go.
+fn over(score: &mut Score, now: Instant, half_life: Duration, threshold: f64) -> Option<Duration> {
+    if score.at(now, half_life) <= room(threshold) {
+        return None;
+    }
+    score.add(now, half_life);
+    Some(score.wait_below(now, half_life, room(threshold)))
 }
 
 /// One failure on the user's and the address's scores.
