@@ -168,7 +168,7 @@ async fn a_deadline_after_the_answer_began_is_its_error() {
         let headers = [
             ("content-type", content_type),
             ("authorization", auth.as_str()),
-            ("connect-timeout-ms", "1500"),
+            ("connect-timeout-ms", "5000"),
         ];
         let resp = client.open(EXECUTE, &headers, body).await;
         assert_eq!(resp.status(), 200);
