@@ -65,16 +65,28 @@ pair_gateway() {
     FERRY_SHIM_UNIX="" FERRY_SESSION_KEYS_FILE="$FERRY_E2E_PAIR_RUN_DIR/certs/session.keys" \
     "$ROOT/scripts/stack.sh" "$@"
 }
-# A fourth gateway for a real browser (tests/browser): envoy/browser.yaml (CORS) allowing
-# the origin of the test's page server, on the same MariaDB (socket), sharing the dev CA.
+# A fourth gateway for a real browser (tests/browser) and tokens (tokens.rs):
+# envoy/tokens.yaml (envoy/browser.yaml's CORS, allowing the origin of the test's page
+# server, plus jwt_authn; its JWKS server scripts/dev-idp.py on 18457), on the same
+# MariaDB (socket), sharing the dev CA. Its shim maps the token claim `app` to the dev
+# user, `admin` to root and `super` to an account with global privileges (tokens.rs
+# makes it), with their passwords in a secrets file only the shim reads.
 BROWSER_RUN_DIR="$FERRY_RUN_DIR/browser"
 export FERRY_E2E_BROWSER_PORT="${FERRY_E2E_BROWSER_PORT:-18446}"
 export FERRY_E2E_BROWSER_PAGE_PORT="${FERRY_E2E_BROWSER_PAGE_PORT:-18447}"
+export FERRY_E2E_TOKENS_PORT="$FERRY_E2E_BROWSER_PORT" FERRY_E2E_TOKENS_DIR="$BROWSER_RUN_DIR/tokens" \
+  FERRY_E2E_TOKENS_LOGS="$BROWSER_RUN_DIR/logs"
 browser_gateway() {
-  FERRY_RUN_DIR="$BROWSER_RUN_DIR" FERRY_PORT="$FERRY_E2E_BROWSER_PORT" \
+  local scenario="${FERRY_E2E_BROWSER_SCENARIO:-tokens}" secrets="$BROWSER_RUN_DIR/token-secrets" tokens=()
+  if [ "$scenario" = tokens ]; then
+    tokens=(FERRY_TOKEN_SECRETS_FILE="$secrets" FERRY_TOKEN_ACCOUNTS="app=${FERRY_MYSQL_USER:-ferry},admin=root,super=ferry_tok_super")
+    [ "$1" = down ] || { mkdir -p "$BROWSER_RUN_DIR"; (umask 077 && printf '%s:%s\nroot:%s\nferry_tok_super:tok-super-pw-1\n' \
+      "${FERRY_MYSQL_USER:-ferry}" "${FERRY_MYSQL_PASSWORD:-ferry}" "$(sed -n 's/^password=//p' "$FERRY_RUN_DIR/mysql-root.cnf")" > "$secrets"); }
+  fi
+  env "${tokens[@]}" FERRY_RUN_DIR="$BROWSER_RUN_DIR" FERRY_PORT="$FERRY_E2E_BROWSER_PORT" \
     FERRY_ADMIN_PORT="${FERRY_E2E_BROWSER_ADMIN_PORT:-19904}" FERRY_SHIM_ADDR="${FERRY_E2E_BROWSER_SHIM_ADDR:-127.0.0.1:18085}" \
-    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO="${FERRY_E2E_BROWSER_SCENARIO:-browser}" FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
-    FERRY_SESSION_KEYS_FILE="$BROWSER_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
+    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO="$scenario" FERRY_CORS_ORIGINS="https://localhost:$FERRY_E2E_BROWSER_PAGE_PORT" \
+    FERRY_JWKS_HTTPS_PORT="${FERRY_E2E_JWKS_PORT:-18457}" FERRY_SESSION_KEYS_FILE="$BROWSER_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
 # A fifth gateway with tracing (tests/e2e/tests/tracing.rs): envoy/tracing.yaml and a shim
 # exporting spans (FERRY_OTLP_ENDPOINT), both to the OTLP receiver the test runs on
@@ -175,10 +187,11 @@ cargo test -p ferry-e2e --test multiplex -- --ignored --nocapture || status=$?
 (cd "$ROOT/tests/prisma" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && npm run --silent generate >/dev/null && NODE_EXTRA_CA_CERTS="$FERRY_RUN_DIR/certs/ca.pem" node --test) || status=$?
 # A real browser (headless Chromium): a page from another origin calls Execute and
-# StreamExecute over gRPC-Web (connect-web) through the browser gateway (CORS).
+# StreamExecute over gRPC-Web (connect-web) through the browser gateway (CORS), with a
+# password and with a token (clients/js/ferry-token.js).
 (cd "$ROOT/tests/browser" && npm ci --no-audit --no-fund --loglevel=error >/dev/null \
   && FERRY_BROWSER_URL="https://127.0.0.1:$FERRY_E2E_BROWSER_PORT" FERRY_CERT_DIR="$BROWSER_RUN_DIR/certs" \
-     FERRY_BROWSER_PAGE_PORT="$FERRY_E2E_BROWSER_PAGE_PORT" node --test) || status=$?
+     FERRY_BROWSER_PAGE_PORT="$FERRY_E2E_BROWSER_PAGE_PORT" FERRY_TOKEN_KEY="$FERRY_E2E_TOKENS_DIR/file.pem" node --test) || status=$?
 # The same page with the Ferry filter before Envoy's grpc_web (where Istio and Envoy
 # Gateway put a Wasm plugin; envoy/browser-filter-first.yaml): the filter serves gRPC-Web.
 browser_gateway down >/dev/null

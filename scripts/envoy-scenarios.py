@@ -890,6 +890,8 @@ def envoy_gateway():
               "              domains: [\"*\"]  # EG: [ferry.example.com]; here any, for 127.0.0.1\n")
     d.replace("              - remove: x-ferry-client-rtt-ms\n", "")
     d.replace("              - remove: x-ferry-client-addr\n", "")
+    d.replace("              # Only Envoy's jwt_authn may set a token's verified claims (envoy/tokens.yaml).\n"
+              "              - remove: x-ferry-token-claims\n", "")
     d.replace("          early_header_mutation_extensions: &client_distance\n",
               "          # EG: ClientTrafficPolicy headers.earlyRequestHeaders.set (no removes).\n"
               "          early_header_mutation_extensions: &client_distance\n")
@@ -1018,9 +1020,105 @@ def browser_filter_first():
     return d
 
 
+def tokens():
+    d = browser()
+    d.name = "tokens.yaml"
+    d.replace("# GENERATED from envoy/ferry.yaml by scripts/envoy-scenarios.py (browser):",
+              "# GENERATED from envoy/ferry.yaml by scripts/envoy-scenarios.py (tokens):")
+    d.replace("# Ferry for browsers on other origins: the gateway of ferry.yaml (same listeners,\n",
+              "# Short-lived tokens instead of passwords (docs/guides/tokens.md): envoy/browser.yaml\n"
+              "# plus Envoy's jwt_authn, which verifies `Authorization: Bearer <JWT>` (signature,\n"
+              "# issuer, audience, expiry) and hands the shim the token's claims; the shim runs the\n"
+              "# request as the MySQL account one claim names (FERRY_TOKEN_ACCOUNTS). Requests\n"
+              "# with Basic credentials are served as ever. Runnable with\n"
+              "#   FERRY_ENVOY_SCENARIO=tokens scripts/stack.sh up\n"
+              "# (keys, a JWKS server and the shim's account mapping made for development:\n"
+              "# scripts/dev-idp.py). Otherwise as browser.yaml:\n"
+              "# Ferry for browsers on other origins: the gateway of ferry.yaml (same listeners,\n")
+    d.insert_before("          # Envoy's own session affinity: a request carrying", """\
+          # Tokens, verified after the Ferry filter: the filter lets a Bearer header
+          # through, and turns this filter's plain-text 401 into the client protocol's
+          # `unauthenticated` on the way back ("authentication failed at the gateway:
+          # Jwt is expired"). Checked: the signature against the provider's keys (JWKS),
+          # the issuer, the audience, expiry and not-before (30 s of clock skew). A
+          # verified token is removed from the request (`forward: false`: it reaches
+          # neither the shim, MySQL nor a log) and its claims go to the shim in
+          # `x-ferry-token-claims` (a client's own value was removed on arrival). Only
+          # the Authorization header carries a token, never the query string (access
+          # logs). A request without a token keeps its Basic credentials
+          # (`allow_missing`); remove that line to accept tokens only.
+          - name: envoy.filters.http.jwt_authn
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication
+              providers:
+                # Keys from a file, read when Envoy starts (rotate: replace it, restart).
+                file:
+                  issuer: "https://idp.ferry.invalid/file"  # FERRY_TOKEN_ISSUER
+                  audiences: ["ferry"]  # FERRY_TOKEN_AUDIENCE
+                  local_jwks: { filename: .run/tokens/jwks-file.json }  # FERRY_TOKEN_JWKS_FILE
+                  from_headers: [{ name: authorization, value_prefix: "Bearer " }]
+                  forward: false
+                  forward_payload_header: x-ferry-token-claims
+                  clock_skew_seconds: 30
+                # Keys from an identity provider's HTTPS URL (the `jwks` cluster below),
+                # fetched when Envoy starts, kept 5 min, fetched again after a failure.
+                url:
+                  issuer: "https://idp.ferry.invalid/url"  # FERRY_TOKEN_URL_ISSUER
+                  audiences: ["ferry"]  # FERRY_TOKEN_AUDIENCE
+                  remote_jwks:
+                    http_uri:
+                      uri: https://127.0.0.1:8450/jwks.json  # FERRY_JWKS_HTTPS
+                      cluster: jwks
+                      timeout: 5s
+                    cache_duration: 300s
+                    async_fetch: { failed_refetch_duration: 1s }
+                    retry_policy: { num_retries: 3 }
+                  from_headers: [{ name: authorization, value_prefix: "Bearer " }]
+                  forward: false
+                  forward_payload_header: x-ferry-token-claims
+                  clock_skew_seconds: 30
+              rules:
+              - match: { prefix: / }
+                requires:
+                  requires_any:
+                    requirements:
+                    - provider_name: file
+                    - provider_name: url
+                    - allow_missing: {}
+""")
+    d.append("""\
+  # The identity provider's JWKS endpoint (jwt_authn's `url` provider): here
+  # scripts/dev-idp.py serve. For a real provider: its host name, port 443, and
+  # `sni` set to that name.
+  - name: jwks
+    type: STRICT_DNS
+    connect_timeout: 5s
+    dns_lookup_family: V4_PREFERRED
+    load_assignment:
+      cluster_name: jwks
+      endpoints:
+      - lb_endpoints:
+        - endpoint:
+            address:
+              socket_address: { address: 127.0.0.1, port_value: 8450 }  # FERRY_JWKS_HTTPS
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: localhost
+        common_tls_context:
+          validation_context:
+            trusted_ca: { filename: .run/certs/ca.pem }  # FERRY_CA
+            match_typed_subject_alt_names:
+            - san_type: DNS
+              matcher: { exact: localhost }
+""")
+    return d
+
+
 SCENARIOS = {
     "replicas": replicas, "tracing": tracing, "shim-tls": shim_tls, "browser": browser,
-    "browser-filter-first": browser_filter_first,
+    "browser-filter-first": browser_filter_first, "tokens": tokens,
     "compose": compose, "compressor": compressor, "two-shims": two_shims,
     "istio": istio, "istio-envoyfilter": istio_envoyfilter, "envoy-gateway": envoy_gateway,
 }

@@ -49,6 +49,14 @@ if grep -q '# FERRY_WASM_SHA256$' "$src"; then
 fi
 [[ "$FERRY_WASM_HTTPS_PORT" =~ ^[0-9]+$ ]] \
   || { echo "render-envoy.sh: FERRY_WASM_HTTPS_PORT: not a port: $FERRY_WASM_HTTPS_PORT" >&2; exit 2; }
+[[ "$FERRY_JWKS_HTTPS_PORT" =~ ^[0-9]+$ ]] \
+  || { echo "render-envoy.sh: FERRY_JWKS_HTTPS_PORT: not a port: $FERRY_JWKS_HTTPS_PORT" >&2; exit 2; }
+# Token issuers and audience (envoy/tokens.yaml): written inside double quotes, so a URL
+# or a plain name without quotes, `&`, `|` or spaces.
+for v in FERRY_TOKEN_ISSUER FERRY_TOKEN_URL_ISSUER FERRY_TOKEN_AUDIENCE; do
+  [[ "${!v}" =~ ^[A-Za-z0-9._~:/?@!$*+,\;=%-]+$ ]] \
+    || { echo "render-envoy.sh: $v: not an issuer or audience (a URL or a plain name): ${!v}" >&2; exit 2; }
+done
 ecds="$FERRY_RUN_DIR/ecds/$(basename "$src" .yaml).yaml"
 render() {
   sed -E \
@@ -79,6 +87,12 @@ render() {
     -e "/# FERRY_WASM_SHA256\$/s/sha256: [0-9a-f]+/sha256: $sha/" \
     -e "/# FERRY_WASM_HTTPS\$/s/port_value: [0-9]+/port_value: $FERRY_WASM_HTTPS_PORT/" \
     -e "/# FERRY_WASM_HTTPS\$/s#(https://[^:/]+):[0-9]+/#\\1:$FERRY_WASM_HTTPS_PORT/#" \
+    -e "/# FERRY_JWKS_HTTPS\$/s/port_value: [0-9]+/port_value: $FERRY_JWKS_HTTPS_PORT/" \
+    -e "/# FERRY_JWKS_HTTPS\$/s#(https://[^:/]+):[0-9]+/#\\1:$FERRY_JWKS_HTTPS_PORT/#" \
+    -e "/# FERRY_TOKEN_ISSUER\$/s|issuer: \"[^\"]*\"|issuer: \"$FERRY_TOKEN_ISSUER\"|" \
+    -e "/# FERRY_TOKEN_URL_ISSUER\$/s|issuer: \"[^\"]*\"|issuer: \"$FERRY_TOKEN_URL_ISSUER\"|" \
+    -e "/# FERRY_TOKEN_AUDIENCE\$/s|audiences: \[.*\]|audiences: [\"$FERRY_TOKEN_AUDIENCE\"]|" \
+    -e "/# FERRY_TOKEN_JWKS_FILE\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/tokens/jwks-file.json#" \
     -e "/# FERRY_CA\$/s#filename: [^ }]+#filename: $FERRY_RUN_DIR/certs/ca.pem#" \
     -e "/# FERRY_ECDS\$/s#path: [^ }]+#path: $ecds#" \
     "$@"

@@ -6,7 +6,8 @@
 # no unix socket, and Envoy from envoy/two-shims.yaml (sessions pinned to their shim).
 # FERRY_ENVOY_SCENARIO=NAME: Envoy from envoy/NAME.yaml instead (e.g. browser: CORS for
 # the origins in FERRY_CORS_ORIGINS; envoy-gateway also starts scripts/wasm-server.py,
-# pid/log name wasm-server, which serves it the filter).
+# pid/log name wasm-server, which serves it the filter; tokens also starts
+# scripts/dev-idp.py, pid/log name dev-idp, and gives the shim a token mapping).
 # FERRY_MYSQL_FLAVOR=mysql8: MySQL 8.0.33 instead of MariaDB (installed under
 # $FERRY_MYSQL8_HOME by scripts/install-mysql8.sh on first use); its client is
 # $FERRY_MYSQL8_HOME/bin/mysql.
@@ -234,8 +235,33 @@ SQL
   sql_root "$FERRY_MYSQL_DATABASE" < "$ROOT/shim/sql/idempotency.sql"
 }
 
+# The Envoy scenario this stack runs (envoy/<name>.yaml).
+envoy_scenario() {
+  local scenario=ferry
+  case "$FERRY_SHIMS" in 1) ;; 2) scenario=two-shims ;; *) echo "FERRY_SHIMS must be 1 or 2" >&2; exit 2 ;; esac
+  [ "$FERRY_REPLICAS" != 1 ] || scenario=replicas
+  echo "${FERRY_ENVOY_SCENARIO:-$scenario}"
+}
+
+# envoy/tokens.yaml (docs/guides/tokens.md), for development: signing keys and their JWKS
+# (scripts/dev-idp.py, kept in $FERRY_RUN_DIR/tokens), and, unless given, the shim's
+# mapping `app` -> the dev user with its password in a secrets file only the shim reads.
+tokens_up() {
+  local dir="$FERRY_RUN_DIR/tokens"
+  python3 "$(dirname "$0")/dev-idp.py" keys "$dir"
+  if [ -z "${FERRY_TOKEN_SECRETS_FILE:-}" ]; then
+    export FERRY_TOKEN_SECRETS_FILE="$dir/secrets"
+    (umask 077 && printf '%s:%s\n' "$FERRY_MYSQL_USER" "$FERRY_MYSQL_PASSWORD" > "$FERRY_TOKEN_SECRETS_FILE")
+  fi
+  export FERRY_TOKEN_ACCOUNTS="${FERRY_TOKEN_ACCOUNTS:-app=$FERRY_MYSQL_USER}"
+  if [ -n "$FERRY_SHIM_USER" ] && [ "$FERRY_SHIM_USER" != "$(id -un)" ]; then
+    chown "$FERRY_SHIM_USER" "$FERRY_TOKEN_SECRETS_FILE"
+  fi
+}
+
 shim_up() {
   [ -x "$FERRY_SHIM_BIN" ] || { echo "no shim binary at $FERRY_SHIM_BIN (run make build)" >&2; exit 1; }
+  [ "$(envoy_scenario)" != tokens ] || tokens_up
   local cmd=("$FERRY_SHIM_BIN")
   # FERRY_MYSQL_TRANSPORT=tcp: reach MySQL at host:port even though a socket is known.
   if [ "$FERRY_MYSQL_TRANSPORT" = tcp ]; then cmd=(env -u FERRY_MYSQL_SOCKET "${cmd[@]}"); fi
@@ -284,10 +310,7 @@ shim_up() {
 
 envoy_up() {
   [ -s "$FERRY_WASM" ] || { echo "no filter at $FERRY_WASM (run make build)" >&2; exit 1; }
-  local scenario=ferry
-  case "$FERRY_SHIMS" in 1) ;; 2) scenario=two-shims ;; *) echo "FERRY_SHIMS must be 1 or 2" >&2; exit 2 ;; esac
-  [ "$FERRY_REPLICAS" != 1 ] || scenario=replicas
-  scenario="${FERRY_ENVOY_SCENARIO:-$scenario}"
+  local scenario; scenario=$(envoy_scenario)
   [ -f "$ROOT/envoy/$scenario.yaml" ] || { echo "no Envoy scenario envoy/$scenario.yaml" >&2; exit 2; }
   "$(dirname "$0")/render-envoy.sh" "$ROOT/envoy/$scenario.yaml" > "$FERRY_RUN_DIR/envoy.yaml"
   # Mesh-shaped scenarios name the shim's cluster as their control plane does; and
@@ -300,6 +323,9 @@ envoy_up() {
       local c="$FERRY_RUN_DIR/certs"
       wait_for wasm-server 10 curl -sfI --cacert "$c/ca.pem" --cert "$c/envoy-client.pem" --key "$c/envoy-client.key" \
         "https://127.0.0.1:$FERRY_WASM_HTTPS_PORT/ferry_filter.wasm" ;;
+    # tokens fetches one provider's keys over HTTPS, from scripts/dev-idp.py.
+    tokens) start dev-idp python3 "$(dirname "$0")/dev-idp.py" serve "$FERRY_RUN_DIR/tokens"
+      wait_for dev-idp 10 curl -sf --cacert "$FERRY_RUN_DIR/certs/ca.pem" "https://localhost:$FERRY_JWKS_HTTPS_PORT/jwks.json" ;;
   esac
   start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn \
     ${FERRY_ENVOY_CONCURRENCY:+--concurrency "$FERRY_ENVOY_CONCURRENCY"}
@@ -344,7 +370,7 @@ HINT
 case "${1:-}" in
   up) "$(dirname "$0")/dev-cert.sh"; mysql_up; shim_up; envoy_up; usage_hint ;;
   gateway) "$(dirname "$0")/dev-cert.sh"; shim_up; envoy_up ;;
-  down) stop envoy; stop wasm-server; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql
+  down) stop envoy; stop wasm-server; stop dev-idp; stop shim-replica; stop shim2; stop shim; stop mysql-replica; stop mysql
     if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" down; fi ;;
   status) if [ "$FERRY_MYSQL_FLAVOR" = vitess ]; then "$(dirname "$0")/vitess.sh" status || true; fi
     for n in $([ "$FERRY_MYSQL_FLAVOR" = vitess ] || echo mysql) $([ "$FERRY_REPLICAS$FERRY_MYSQL_FLAVOR" = 1mariadb ] && echo mysql-replica) shim $([ "$FERRY_SHIMS" = 2 ] && echo shim2) \

@@ -30,6 +30,8 @@ pub struct App {
     pub result_limits: ResultLimits,
     /// Password guessing, throttled before MySQL (throttle/).
     pub throttle: crate::throttle::limiter::Throttle,
+    /// Tokens verified by Envoy, mapped to MySQL accounts (tokens/); `None`: off.
+    pub tokens: Option<crate::tokens::accounts::TokenAccounts>,
     /// Idempotency keys' retention and limits (idempotency/).
     pub idempotency: crate::idempotency::settings::IdempotencySettings,
     /// When records past the retention are deleted.
@@ -73,6 +75,7 @@ impl App {
             batch: cfg.batch,
             idempotency: cfg.idempotency,
             throttle: crate::throttle::limiter::Throttle::new(cfg.throttle),
+            tokens: None,
             idempotency_cleaner: Default::default(),
             stream_chunks: cfg.stream_chunks,
             unary_spill: cfg.unary_spill,

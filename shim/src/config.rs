@@ -22,6 +22,7 @@ use crate::telemetry::log::{self, Level};
 use crate::telemetry::trace::{self, TraceSettings};
 use crate::throttle::settings::{self as throttle, ThrottleSettings};
 use crate::tls::listen::{self as listen_tls, ListenTls};
+use crate::tokens::settings::{self as tokens, TokenSettings};
 use crate::types::column_types::{self, ColumnTypeSettings};
 
 /// Every setting, by section (the reference's order).
@@ -33,6 +34,7 @@ pub const SECTIONS: &[(&str, &[Setting])] = &[
     ("Pools", pool::SETTINGS),
     ("Who is served", account::SETTINGS),
     ("Password guessing", throttle::SETTINGS),
+    ("Tokens", tokens::SETTINGS),
     ("Sessions", seal::SETTINGS),
     ("Pins", pins::SETTINGS),
     ("Session state", state::SETTINGS),
@@ -67,6 +69,7 @@ pub struct Config {
     pub batch: BatchSettings,
     pub idempotency: IdempotencySettings,
     pub throttle: ThrottleSettings,
+    pub tokens: TokenSettings,
     pub log_level: Level,
     pub trace: TraceSettings,
 }
@@ -103,6 +106,7 @@ impl Config {
             batch: BatchSettings::from_vars(&vars)?,
             idempotency: IdempotencySettings::from_vars(&vars)?,
             throttle: ThrottleSettings::from_vars(&vars)?,
+            tokens: TokenSettings::from_vars(&vars)?,
             log_level: Level::from_vars(&vars)?,
             trace: TraceSettings::from_vars(&vars)?,
         })

@@ -20,6 +20,7 @@ mod statement;
 mod telemetry;
 mod throttle;
 mod tls;
+mod tokens;
 mod types;
 
 pub use app::App;
@@ -28,3 +29,4 @@ pub use http::serve;
 pub use sessions::seal::Sealer;
 pub use telemetry::log;
 pub use telemetry::trace::Tracing;
+pub use tokens::accounts::TokenAccounts;

@@ -4,6 +4,7 @@ use ferry_shim::log::{self, Level};
 use ferry_shim::App;
 use ferry_shim::Config;
 use ferry_shim::Sealer;
+use ferry_shim::TokenAccounts;
 use ferry_shim::Tracing;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -86,6 +87,15 @@ async fn run(cfg: Config) -> Result<(), String> {
         }
     };
     let mut app = App::new(&cfg, sealer.with_holder(&cfg.listen.advertise));
+    app.tokens = TokenAccounts::load(&cfg.tokens)?;
+    if app.tokens.is_some() {
+        ferry_shim::log!(
+            Level::Info,
+            "tokens",
+            claim = cfg.tokens.claim,
+            accounts = cfg.tokens.accounts.len()
+        );
+    }
     // A database that lets a made-up user in with a made-up password (Vitess's vtgate
     // with its authentication off) would make every password meaningless: refused.
     app.pools.refuse_any_password().await?;

@@ -7,7 +7,10 @@
 //
 // Environment: FERRY_BROWSER_URL (the gateway), FERRY_BROWSER_PAGE_PORT (the page's
 // port; the gateway must allow https://localhost:<it>), FERRY_CERT_DIR (server.pem,
-// server.key of the dev CA), FERRY_MYSQL_USER / FERRY_MYSQL_PASSWORD, CHROMIUM.
+// server.key of the dev CA), FERRY_MYSQL_USER / FERRY_MYSQL_PASSWORD, CHROMIUM; and, for
+// a gateway that verifies tokens (envoy/tokens.yaml), FERRY_TOKEN_KEY (the PKCS#8 PEM
+// its `file` provider's JWKS holds, kid file-1): the page then also calls with a token
+// minted here by clients/js/ferry-token.js, and with an expired one.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -17,6 +20,7 @@ import { createServer } from "node:https";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
+import { mintToken } from "../../clients/js/ferry-token.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const gateway = process.env.FERRY_BROWSER_URL ?? "https://127.0.0.1:8443";
@@ -25,6 +29,22 @@ const certDir = process.env.FERRY_CERT_DIR ?? join(here, "../../.run/certs");
 const user = process.env.FERRY_MYSQL_USER || "ferry";
 const password = process.env.FERRY_MYSQL_PASSWORD || "ferry";
 const chromium = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const tokenKey = process.env.FERRY_TOKEN_KEY ? readFileSync(process.env.FERRY_TOKEN_KEY, "utf8") : null;
+// The calls the page makes: six, and two with tokens.
+const calls = tokenKey ? 8 : 6;
+
+/** A token for the page, as a backend would mint it. */
+function token(ttlSeconds) {
+  return mintToken({
+    privateKey: tokenKey,
+    kid: "file-1",
+    issuer: process.env.FERRY_TOKEN_ISSUER || "https://idp.ferry.invalid/file",
+    audience: process.env.FERRY_TOKEN_AUDIENCE || "ferry",
+    account: "app",
+    subject: "browser-test",
+    ttlSeconds,
+  });
+}
 
 const cert = readFileSync(join(certDir, "server.pem"));
 const key = readFileSync(join(certDir, "server.key"));
@@ -82,6 +102,10 @@ async function run(origin) {
   page.on("console", (m) => logs.push(m.text()));
   page.on("pageerror", (e) => logs.push(String(e)));
   const fragment = new URLSearchParams({ gateway, user, password });
+  if (tokenKey) {
+    fragment.set("token", await token(300));
+    fragment.set("expiredToken", await token(-120));
+  }
   await page.goto(`${origin}/#${fragment}`);
   try {
     await page.waitForSelector("body[data-done]", { timeout: 60_000 });
@@ -149,9 +173,18 @@ test("a page on an allowed origin reads rows over gRPC-Web", async () => {
   assert.equal(shown["sql-error"].error, null);
   assert.match(shown["sql-error"].sqlError, /no_such_table_in_ferry/);
 
+  // A token instead of a password: served as the account its claim maps to; an expired
+  // one refused as a wrong password is (Envoy's jwt_authn, its answer made gRPC-Web).
+  if (tokenKey) {
+    assert.equal(shown.token.error, null, shown.token.errorText);
+    assert.deepEqual(shown.token.rows, [[`${user}@localhost`, "by token"]]);
+    assert.equal(shown["expired-token"].error, "Unauthenticated");
+    assert.match(shown["expired-token"].errorText, /Jwt is expired/);
+  }
+
   // What went over the wire: gRPC-Web both ways.
   const posts = responses.filter((r) => r.method === "POST");
-  assert.equal(posts.length, 6);
+  assert.equal(posts.length, calls);
   for (const r of posts) {
     assert.equal(r.requestType, "application/grpc-web+proto", r.url);
     assert.equal(r.responseType, "application/grpc-web+proto", r.url);
@@ -161,7 +194,7 @@ test("a page on an allowed origin reads rows over gRPC-Web", async () => {
 test("a page on another origin gets nothing (CORS)", async () => {
   // Same page, same server, but https://127.0.0.1:<port> is not an allowed origin.
   const { shown, responses } = await run(`https://127.0.0.1:${pagePort}`);
-  assert.equal(Object.keys(shown).length, 6);
+  assert.equal(Object.keys(shown).length, calls);
   for (const [name, call] of Object.entries(shown)) {
     assert.notEqual(call.error, null, `${name} should fail`);
     assert.deepEqual(call.rows, [], name);

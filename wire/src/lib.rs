@@ -18,6 +18,7 @@
 )]
 
 pub mod basic_auth;
+pub mod bearer;
 pub mod envelope;
 pub mod headers;
 pub mod lexer;

@@ -627,7 +627,7 @@ impl Exchange {
             None if near => Encoding::Identity,
             None => compression::negotiate(&self.settings.compression, accept),
         };
-        crate::auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
+        crate::auth::check_credentials(head.authorization.as_deref()).map_err(reject)?;
         if let Some(declared) = content_length(head.content_length.as_deref()) {
             self.limits().check_request(declared).map_err(reject)?;
         }
@@ -660,7 +660,7 @@ impl Exchange {
         let request = connect_get::parse(query, &limits).map_err(reject)?;
         let client = protocol::connect_unary(request.codec);
         self.observe(rpc, client, false);
-        crate::auth::check_basic(head.authorization.as_deref()).map_err(reject)?;
+        crate::auth::check_credentials(head.authorization.as_deref()).map_err(reject)?;
         if end_of_stream {
             return Err(reject(connect_get::use_post(format!(
                 "{} via GET is not enabled on this gateway (its Envoy configuration lacks the Lua filter that gives the request a body); use POST",

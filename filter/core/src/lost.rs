@@ -103,6 +103,13 @@ impl EnvoyAnswer {
             None
         }
     }
+
+    /// Envoy's jwt_authn refused the request's token (`jwt_authn_access_denied{...}`).
+    pub fn is_token_refusal(&self) -> bool {
+        self.details
+            .as_deref()
+            .is_some_and(|d| d.starts_with("jwt_authn_access_denied"))
+    }
 }
 
 /// The message of a statement whose outcome is unknown.

@@ -20,15 +20,16 @@ use crate::connect::error::ConnectError;
 use crate::connect::response::{
     connect_error_response, AnsweredCode, CountedAtItsEnd, ShimBody, PROTO,
 };
-use crate::credentials::{self, Credentials};
+use crate::credentials::Credentials;
 use crate::mysql::role;
 use crate::rpc;
 use crate::telemetry::log::Level;
 use crate::telemetry::trace::Trace;
 use crate::throttle::limiter::Attempt;
+use crate::tokens::{self, Via};
 use bytes::Bytes;
 use ferry_proto::vitess::vtrpc::Code;
-use ferry_wire::headers::CLIENT_ADDR as CLIENT_ADDR_HEADER;
+use ferry_wire::headers::{CLIENT_ADDR as CLIENT_ADDR_HEADER, TOKEN_CLAIMS};
 use ferry_wire::rpc::Method as Rpc;
 use http::header::{HeaderValue, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE};
 use http::{Method, Request, Response};
@@ -154,14 +155,16 @@ async fn rpc(
         .with_status(405));
     }
     check_content_type(&req)?;
-    let creds =
-        credentials::parse_basic(req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes))
-            .map_err(|msg| ConnectError::new(Code::Unauthenticated, msg))?;
+    let (creds, via) = tokens::request_credentials(
+        app.tokens.as_ref(),
+        req.headers().get(AUTHORIZATION).map(HeaderValue::as_bytes),
+        req.headers().get(TOKEN_CLAIMS).map(HeaderValue::as_bytes),
+    )?;
     user.clone_from(&creds.user);
     // Password guessing (throttle/): a credential MySQL has not admitted yet is checked
     // first; one that has (its pool is open) never is, nor one the policy refuses
-    // without asking MySQL.
-    if app.pools.idle(&creds).is_none() && app.pools.asks_mysql(&creds) {
+    // without asking MySQL, nor a verified token's (no password was guessed).
+    if via == Via::Password && app.pools.idle(&creds).is_none() && app.pools.asks_mysql(&creds) {
         let client = req
             .headers()
             .get(CLIENT_ADDR_HEADER)

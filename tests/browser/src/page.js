@@ -131,4 +131,14 @@ await streamExecute("stream-wrong-password", "SELECT 1", {
 await execute("no-credentials", "SELECT 1", {});
 // A SQL error is an answer, not a failed call.
 await execute("sql-error", "SELECT * FROM no_such_table_in_ferry", withAuth);
+// On a gateway that verifies tokens (envoy/tokens.yaml): a short-lived token instead of
+// a password, and one that has expired.
+if (settings.get("token")) {
+  await execute("token", "SELECT CURRENT_USER() AS user, 'by token' AS how", {
+    authorization: `Bearer ${settings.get("token")}`,
+  });
+  await execute("expired-token", "SELECT 1", {
+    authorization: `Bearer ${settings.get("expiredToken")}`,
+  });
+}
 document.body.dataset.done = "1";

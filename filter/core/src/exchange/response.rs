@@ -74,11 +74,18 @@ impl Call {
         settings: &Config,
     ) -> ResponseHeadersStep {
         let limits = settings.limits;
-        let status = head
+        let received = head
             .status
             .as_deref()
             .and_then(|s| s.trim().parse::<u16>().ok())
             .unwrap_or(0);
+        // Envoy's jwt_authn refuses a token 401, or 403 for a token of another audience:
+        // to the client, every refused token is `unauthenticated`, as a wrong password.
+        let status = if received == 403 && head.envoy.is_token_refusal() {
+            401
+        } else {
+            received
+        };
         let media = head
             .content_type
             .as_deref()
@@ -182,7 +189,7 @@ impl Call {
             Conversion::ConnectError => Some(Code::Unknown),
         };
         let (new_status, content_type) = client.wire.answer_head(client.media_type, error);
-        if new_status != status {
+        if new_status != received {
             edits.set.push((":status", new_status.to_string()));
         }
         edits.set.push(("content-type", content_type.to_owned()));
@@ -880,10 +887,11 @@ fn http_error(client: Client, status: u16, body: &[u8]) -> ResponseEdit {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect::<String>();
     let quoted = quoted.trim();
-    let message = if quoted.is_empty() {
-        format!("upstream answered HTTP {status}")
-    } else {
-        format!("upstream answered HTTP {status}: {quoted}")
+    let message = match (status, quoted.is_empty()) {
+        // Envoy's own authentication refused it (jwt_authn: "Jwt is expired").
+        (401, false) => format!("authentication failed at the gateway: {quoted}"),
+        (_, true) => format!("upstream answered HTTP {status}"),
+        (_, false) => format!("upstream answered HTTP {status}: {quoted}"),
     };
     error_edit(client, Code::from_http_status(status), &message)
 }

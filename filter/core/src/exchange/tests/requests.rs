@@ -398,7 +398,8 @@ fn unknown_compression_is_unimplemented_and_lists_the_supported() {
 fn credentials_are_required() {
     for auth in [
         None,
-        Some("Bearer x"),
+        Some("Bearer "),
+        Some("Digest x"),
         Some("Basic %%%"),
         Some("Basic dXNlcg=="),
     ] {

@@ -190,12 +190,14 @@ fn other_answers_become_errors_from_their_http_status() {
         ("404", "not here", "unimplemented", 501, 12),
         ("400", "bad", "internal", 500, 13),
         ("500", "oops", "unknown", 500, 2),
+        // Envoy's jwt_authn refusing a token (envoy/tokens.yaml).
+        ("401", "Jwt is expired", "unauthenticated", 401, 16),
     ];
     for (status, text, code, http, grpc_status) in cases {
-        let expected = if text.is_empty() {
-            format!("upstream answered HTTP {status}")
-        } else {
-            format!("upstream answered HTTP {status}: {text}")
+        let expected = match (status, text.is_empty()) {
+            ("401", _) => format!("authentication failed at the gateway: {text}"),
+            (_, true) => format!("upstream answered HTTP {status}"),
+            (_, false) => format!("upstream answered HTTP {status}: {text}"),
         };
         for ct in ["application/json", "application/proto"] {
             let mut ex = forwarded(EXECUTE, ct);
@@ -218,6 +220,19 @@ fn other_answers_become_errors_from_their_http_status() {
             Some(expected.as_str())
         );
     }
+    // jwt_authn's 403 (a token for another audience) is a refused token too: 401.
+    let mut head = response("403", "text/plain");
+    head.shim_instance = None;
+    head.envoy.details = Some("jwt_authn_access_denied{Audiences_in_Jwt_are_not_allowed}".into());
+    let mut ex = forwarded(EXECUTE, "application/json");
+    let (edits, edit) = respond(&mut ex, &head, b"Audiences in Jwt are not allowed");
+    assert_eq!(edits.get(":status"), Some("401"));
+    let v = json_of(replaced(&edit));
+    assert_eq!(v["code"], "unauthenticated");
+    assert_eq!(
+        v["message"],
+        "authentication failed at the gateway: Audiences in Jwt are not allowed"
+    );
     // 200 with the wrong content type.
     let mut ex = forwarded(EXECUTE, "application/json");
     let (edits, edit) = respond(
