@@ -41,7 +41,7 @@ down:
 status:
 	scripts/stack.sh status
 
-test: build lint check-house check-docs check-settings unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
+test: build lint check-house check-docs check-settings check-refusals unit s2-vectors fuzz-smoke validate check-deploy oci-check e2e hot-upgrade bench-smoke
 
 # The filter and the wire crate it shares with the shim must never panic: clippy denies
 # unwrap/expect/panic/indexing in them (see filter/core/src/lib.rs, wire/src/lib.rs),

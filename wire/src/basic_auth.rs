@@ -52,7 +52,7 @@ impl AuthError {
         match self {
             AuthError::Missing => "missing Authorization header (Basic credentials required)",
             AuthError::TooLarge => "the Authorization header is larger than the 4096-byte limit",
-            AuthError::NotBasic => "Authorization must use the Basic scheme",
+            AuthError::NotBasic => "Authorization must be Basic credentials (or a Bearer token where the gateway verifies tokens)",
             AuthError::NotBase64 => "Basic credentials are not valid base64",
             AuthError::NotUtf8 => "Basic credentials are not UTF-8",
             AuthError::NoColon => "Basic credentials must be user:password",

@@ -51,10 +51,10 @@ mod tests {
             msg(None),
             "missing Authorization header (Basic credentials required)"
         );
-        assert_eq!(msg(Some("")), "Authorization must use the Basic scheme");
+        assert_eq!(msg(Some("")), "Authorization must be Basic credentials (or a Bearer token where the gateway verifies tokens)");
         assert_eq!(
             msg(Some("Digest abc")),
-            "Authorization must use the Basic scheme"
+            "Authorization must be Basic credentials (or a Bearer token where the gateway verifies tokens)"
         );
         assert_eq!(
             msg(Some("Basic")),
@@ -83,7 +83,7 @@ mod tests {
         assert!(check_credentials(Some("Bearer eyJ.eyJ.sig")).is_ok());
         assert_eq!(
             msg(Some("Bearer ")),
-            "Authorization must use the Basic scheme"
+            "Authorization must be Basic credentials (or a Bearer token where the gateway verifies tokens)"
         );
         let huge = format!("Bearer {}", "a".repeat(5000));
         assert_eq!(

@@ -21,23 +21,27 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 /// left of the killed result); then it is dropped unread.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-/// Kills the statement running on `conn` and waits for the KILL, so the
-/// statement is gone once this returns; then closes `conn` in the background.
+/// Kills the statement running on `conn` and waits until it has ended, so the
+/// statement is gone once this returns `true`; then closes `conn` in the background.
 /// The work runs in a task of its own: a caller that is dropped meanwhile (its
 /// client gave up too) does not leave a connection half stopped. Whether it was
-/// stopped: `false` when the KILL failed or timed out (e.g. vtgate without
-/// `--allow-kill-statement`), and the statement may still run.
+/// stopped: `false` when the KILL failed, or the statement had not ended within
+/// KILL_WAIT (e.g. vtgate without `--allow-kill-statement`; MariaDB unwinding a
+/// write on a full disk), and the statement may still run.
 pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) -> bool {
     let opts = pools.side_opts(creds);
+    // vtgate's connection ids are its own: a tablet's process list does not know them.
+    let wait_until_ended = !pools.is_vitess();
     let (user, why) = (creds.user.clone(), why.to_owned());
     let (killed_tx, killed_rx) = oneshot::channel();
     tokio::spawn(async move {
         let id = conn.id();
-        let (killed, outcome) = match tokio::time::timeout(KILL_WAIT, kill_query(opts, id)).await {
-            Ok(Ok(())) => (true, "killed".to_owned()),
-            Ok(Err(e)) => (false, format!("kill failed: {e}")),
-            Err(_) => (false, "kill timed out".to_owned()),
-        };
+        let (killed, outcome) =
+            match tokio::time::timeout(KILL_WAIT, kill_query(opts, id, wait_until_ended)).await {
+                Ok(Ok(())) => (true, "killed".to_owned()),
+                Ok(Err(e)) => (false, format!("kill failed: {e}")),
+                Err(_) => (false, "kill timed out".to_owned()),
+            };
         crate::log!(
             Level::Info,
             "statement stopped",
@@ -52,13 +56,43 @@ pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) -> 
     killed_rx.await.unwrap_or(false)
 }
 
-async fn kill_query(opts: OptsBuilder, id: u32) -> Result<(), mysql_async::Error> {
+/// `KILL QUERY`, then waits until the statement has ended: MySQL acknowledges a KILL
+/// before the statement unwinds, which can take long (a commit waiting for disk
+/// space; a rollback of a large write). Ended: the thread runs nothing (its `INFO` is
+/// empty) or is gone. The caller's KILL_WAIT bounds the whole. Not on Vitess (`wait`
+/// false): vtgate's connection ids are not in a tablet's process list, so there the
+/// KILL's answer is taken as the end.
+async fn kill_query(opts: OptsBuilder, id: u32, wait: bool) -> Result<(), mysql_async::Error> {
     let mut side = Conn::new(opts).await?;
-    let killed = side.query_drop(format!("KILL QUERY {id}")).await;
-    let _ = side.disconnect().await;
-    match killed {
+    let killed = match side.query_drop(format!("KILL QUERY {id}")).await {
         // ER_NO_SUCH_THREAD: it ended by itself meanwhile.
         Err(mysql_async::Error::Server(se)) if se.code == 1094 => Ok(()),
         other => other,
+    };
+    let ended = match killed {
+        Ok(()) if wait => until_ended(&mut side, id).await,
+        Ok(()) => Ok(()),
+        Err(e) => Err(e),
+    };
+    let _ = side.disconnect().await;
+    ended
+}
+
+async fn until_ended(side: &mut Conn, id: u32) -> Result<(), mysql_async::Error> {
+    // SHOW PROCESSLIST, not information_schema: that one needs a temporary table,
+    // which a full disk refuses. An account sees its own threads.
+    loop {
+        let rows: Vec<mysql_async::Row> = side.query("SHOW FULL PROCESSLIST").await?;
+        let running = rows.iter().any(|r| {
+            r.get_opt::<u64, _>("Id").and_then(Result::ok) == Some(u64::from(id))
+                && r.get_opt::<Option<String>, _>("Info")
+                    .and_then(Result::ok)
+                    .flatten()
+                    .is_some()
+        });
+        if !running {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

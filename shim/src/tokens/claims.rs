@@ -8,8 +8,11 @@ pub fn claim(header: &[u8], name: &str) -> Result<String, String> {
         .decode(header.trim_ascii())
         .map_err(|_| "the verified token's claims are not base64url".to_owned())?;
     let payload: serde_json::Value = serde_json::from_slice(&json)
-        .map_err(|_| "the verified token's claims are not a JSON object".to_owned())?;
-    match payload.get(name) {
+        .map_err(|_| "the verified token's claims are not JSON".to_owned())?;
+    let Some(claims) = payload.as_object() else {
+        return Err("the verified token's claims are not a JSON object".to_owned());
+    };
+    match claims.get(name) {
         Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
         Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
         _ => Err(format!(
@@ -35,7 +38,10 @@ mod tests {
         assert_eq!(claim(&h, "n").unwrap(), "7");
         assert!(claim(&h, "sub").unwrap_err().contains("no `sub` claim"));
         assert!(claim(b"!!", "x").unwrap_err().contains("base64url"));
-        assert!(claim(&b64("[1]"), "x").is_err());
+        assert!(claim(&b64("[1]"), "x")
+            .unwrap_err()
+            .contains("not a JSON object"));
+        assert!(claim(&b64("{"), "x").unwrap_err().contains("not JSON"));
         assert!(claim(&b64(r#"{"x":""}"#), "x").is_err());
     }
 }

@@ -241,23 +241,31 @@ async fn a_refused_token_looks_like_a_wrong_password() {
         let msg = refused(&g.query(&bearer(token), "SELECT 1").await, what);
         assert!(msg.contains(expected), "{what}: {msg}");
     }
-    // The same over gRPC (Envoy answers a gRPC request's refusal trailers-only).
-    let expired = g.mint(&["--ttl", "-120"]);
-    let channel = ferry_e2e::grpc::channel(&g.cfg).await;
-    let req = ferry_proto::psdb::v1alpha1::ExecuteRequest {
-        query: "SELECT 1".into(),
-        ..Default::default()
-    };
-    let status = ferry_e2e::grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(
-        channel,
-        EXECUTE,
-        req,
-        Some(&bearer(&expired)),
-    )
-    .await
-    .expect_err("refused");
-    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
-    assert!(status.message().contains("Jwt is expired"), "{status:?}");
+    // The same over gRPC (Envoy answers a gRPC request's refusal trailers-only; for
+    // another audience with PERMISSION_DENIED, which the filter makes UNAUTHENTICATED).
+    for (token, expected) in [
+        (g.mint(&["--ttl", "-120"]), "Jwt is expired"),
+        (
+            g.mint(&["--aud", "not-ferry"]),
+            "Audiences in Jwt are not allowed",
+        ),
+    ] {
+        let channel = ferry_e2e::grpc::channel(&g.cfg).await;
+        let req = ferry_proto::psdb::v1alpha1::ExecuteRequest {
+            query: "SELECT 1".into(),
+            ..Default::default()
+        };
+        let status = ferry_e2e::grpc::unary::<_, ferry_proto::psdb::v1alpha1::ExecuteResponse>(
+            channel,
+            EXECUTE,
+            req,
+            Some(&bearer(&token)),
+        )
+        .await
+        .expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+        assert!(status.message().contains(expected), "{status:?}");
+    }
     mariadb_root(&format!("DROP USER '{SUPER_USER}'@'localhost'"));
 }
 

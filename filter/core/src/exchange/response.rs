@@ -81,7 +81,8 @@ impl Call {
             .unwrap_or(0);
         // Envoy's jwt_authn refuses a token 401, or 403 for a token of another audience:
         // to the client, every refused token is `unauthenticated`, as a wrong password.
-        let status = if received == 403 && head.envoy.is_token_refusal() {
+        let token_refused = head.envoy.is_token_refusal();
+        let status = if received == 403 && token_refused {
             401
         } else {
             received
@@ -149,6 +150,11 @@ impl Call {
         }
         let (kind, held) = match &flow {
             ResponseFlow::Idle | ResponseFlow::Pass => {
+                // Envoy's own trailers-only gRPC refusal of a token for another audience
+                // says PERMISSION_DENIED (from its 403): UNAUTHENTICATED, as above.
+                if token_refused && head.grpc_status.as_deref() == Some("7") {
+                    edits.set.push(("grpc-status", "16".to_owned()));
+                }
                 self.response = flow;
                 return ResponseHeadersStep::Forward(edits);
             }

@@ -233,6 +233,16 @@ fn other_answers_become_errors_from_their_http_status() {
         v["message"],
         "authentication failed at the gateway: Audiences in Jwt are not allowed"
     );
+    // The same refusal as Envoy answers a gRPC request: trailers-only, grpc-status 7.
+    let mut head = response("200", "application/grpc");
+    head.shim_instance = None;
+    head.grpc_status = Some("7".into());
+    head.envoy.details = Some("jwt_authn_access_denied{Audiences_in_Jwt_are_not_allowed}".into());
+    let mut ex = forwarded(EXECUTE, "application/grpc");
+    let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&head, true) else {
+        panic!()
+    };
+    assert_eq!(edits.get("grpc-status"), Some("16"));
     // 200 with the wrong content type.
     let mut ex = forwarded(EXECUTE, "application/json");
     let (edits, edit) = respond(
