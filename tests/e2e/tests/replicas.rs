@@ -13,7 +13,6 @@ use ferry_e2e::rows::text_rows;
 use ferry_proto::psdb::v1alpha1::{ExecuteRequest, ExecuteResponse, Session};
 use prost::Message;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -24,10 +23,6 @@ fn raw_wait() -> Duration {
         .and_then(|v| v.parse().ok())
         .unwrap_or(500u64);
     Duration::from_millis(ms)
-}
-
-fn run_dir() -> PathBuf {
-    PathBuf::from(std::env::var("FERRY_RUN_DIR").expect("FERRY_RUN_DIR (scripts/e2e.sh sets it)"))
 }
 
 /// What one Execute got: HTTP status, the target that answered, and the answer or
@@ -120,47 +115,6 @@ fn replica_socket() -> String {
 
 fn replica_sql(sql: &str) -> String {
     mariadb_root_on(&replica_socket(), sql)
-}
-
-/// scripts/stack.sh with the test's environment (the e2e replica stack's).
-fn stack(arg: &str) {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let out = std::process::Command::new(format!("{root}/scripts/stack.sh"))
-        .arg(arg)
-        .output()
-        .expect("stack.sh");
-    assert!(
-        out.status.success(),
-        "stack.sh {arg}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn pid_of(name: &str) -> String {
-    std::fs::read_to_string(run_dir().join(format!("pids/{name}.pid")))
-        .unwrap_or_else(|e| panic!("{name}.pid: {e}"))
-        .trim()
-        .to_owned()
-}
-
-/// Sends `signal` to a process of the stack and waits until it is gone.
-fn stop(name: &str, signal: &str) {
-    let pid = pid_of(name);
-    let ok = std::process::Command::new("kill")
-        .args([signal, &pid])
-        .status()
-        .expect("kill");
-    assert!(ok.success(), "kill {signal} {name} ({pid})");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .unwrap_or_default()
-            .contains(") Z")
-    {
-        assert!(Instant::now() < deadline, "{name} ({pid}) did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Until an unpinned read is answered by the replica (the stack is whole again after

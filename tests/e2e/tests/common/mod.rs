@@ -350,3 +350,55 @@ pub fn series(text: &str, name: &str) -> std::collections::BTreeMap<String, f64>
         })
         .collect()
 }
+
+/// The stack's run dir (`FERRY_RUN_DIR`): its pid files, sockets and logs.
+pub fn run_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        std::env::var("FERRY_RUN_DIR").expect("FERRY_RUN_DIR (scripts/e2e.sh sets it)"),
+    )
+}
+
+/// scripts/stack.sh with the test's environment (the stack under test's).
+pub fn stack(arg: &str) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let out = std::process::Command::new(format!("{root}/scripts/stack.sh"))
+        .arg(arg)
+        .output()
+        .expect("stack.sh");
+    assert!(
+        out.status.success(),
+        "stack.sh {arg}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The pid of one of the stack's processes (its pid file's name: envoy, shim, mysql, ...).
+pub fn pid_of(name: &str) -> String {
+    std::fs::read_to_string(run_dir().join(format!("pids/{name}.pid")))
+        .unwrap_or_else(|e| panic!("{name}.pid: {e}"))
+        .trim()
+        .to_owned()
+}
+
+/// Sends `signal` to a process of the stack and waits until it is gone.
+pub fn stop(name: &str, signal: &str) {
+    let pid = pid_of(name);
+    let ok = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill {signal} {name} ({pid})");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} ({pid}) did not stop"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
