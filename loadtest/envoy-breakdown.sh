@@ -11,6 +11,9 @@
 #                     client's distance (x-ferry-client-rtt-ms and x-ferry-client-addr:
 #                     compression.min_rtt_ms, near_networks)
 #   no-access-log     full-proto without the access log
+#   no-hold           full-proto with the filter's header hold off (header_hold "off",
+#                     session_affinity false: the mode meshes without the hold run; no
+#                     class routing, no affinity)
 #   no-ferry-filter   full-proto without the Ferry wasm filter (Envoy's other filters stay;
 #                     the request is already the shim's canonical form)
 #   router-only       no HTTP filter but the router: Envoy as a bare TLS h2 -> h2c proxy
@@ -25,7 +28,7 @@ command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-c
 OUT_MD="${1:-/dev/stdout}"
 N="${BREAKDOWN_N:-20000}" C="${BREAKDOWN_C:-16}" ROUNDS="${BREAKDOWN_ROUNDS:-3}"
 PORT="${BREAKDOWN_PORT:-$((FERRY_PORT + 1000))}"
-VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto no-client-rtt no-access-log no-ferry-filter router-only}"
+VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto no-client-rtt no-access-log no-hold no-ferry-filter router-only}"
 DIR="$FERRY_RUN_DIR/breakdown"
 mkdir -p "$DIR"
 SRC="$FERRY_RUN_DIR/envoy.yaml"
@@ -59,6 +62,12 @@ for listener in doc["static_resources"]["listeners"]:
             filters = hcm["http_filters"]
             if name == "no-ferry-filter":
                 filters[:] = [h for h in filters if h["name"] != "ferry"]
+            if name == "no-hold":
+                for h in filters:
+                    if h["name"] == "ferry":
+                        settings = h["typed_config"]["config"]["configuration"]["value"]
+                        settings["header_hold"] = "off"
+                        settings["session_affinity"] = False
             if name == "router-only":
                 filters[:] = [h for h in filters if h["name"] == "envoy.filters.http.router"]
 yaml.safe_dump(doc, open(dst, "w"), sort_keys=False)
