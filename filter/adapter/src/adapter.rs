@@ -1,4 +1,4 @@
-//! Drives an [`Exchange`] through a [`Host`]: one function per proxy-wasm callback,
+//! Drives an [`Exchange`] through a [`Host`]: one function per filter callback,
 //! each reading what the exchange needs and applying the step it returns.
 //!
 //! Each function makes only the host calls Envoy accepts in its callback (the SDK
@@ -19,8 +19,6 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use proxy_wasm::types::{Action, MetricType, Status};
-
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::{
     BodyEdit, Exchange, RequestBodyStep, RequestHead, RequestHeadersStep, Reset, ResponseBodyStep,
@@ -31,7 +29,7 @@ use ferry_filter_core::lost::EnvoyAnswer;
 use ferry_filter_core::{metrics, server_timing};
 
 use crate::header_map::HeaderMap;
-use crate::host::{Body, Host, Map, WHOLE_BODY};
+use crate::host::{Action, Body, Host, Map, MetricType, Status, WHOLE_BODY};
 
 /// A host call that failed.
 #[derive(Debug)]

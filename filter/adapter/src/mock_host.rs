@@ -34,15 +34,13 @@
 //!   envoy-wasm-notes.md;
 //! - the plugin configuration exists only in `on_configure`.
 
-use proxy_wasm::traits::HttpContext;
-use proxy_wasm::types::{Action, MetricType, Status};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
 
 use crate::adapter;
 use crate::header_map::HeaderMap;
-use crate::host::{Body, Host, Map};
+use crate::host::{Action, Body, Host, Map, MetricType, Status};
 use crate::Filter;
 
 pub(crate) type Headers = Vec<(String, String)>;
@@ -497,7 +495,7 @@ impl Host for MockHost {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         // As Envoy hands it over: serialized, then read back.
-        crate::abi::serialize_map(&pairs)
+        crate::header_map::serialize(&pairs)
             .ok()
             .and_then(HeaderMap::parse)
             .ok_or(Status::SerializationFailure)
@@ -798,7 +796,7 @@ impl Stream {
         self.filter.host.request.headers = owned(headers);
         let action = self
             .filter
-            .on_http_request_headers(headers.len(), end_of_stream);
+            .on_request_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -820,7 +818,7 @@ impl Stream {
                 return Action::Pause;
             }
         }
-        let action = self.filter.on_http_request_body(size, end_of_stream);
+        let action = self.filter.on_request_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -828,7 +826,7 @@ impl Stream {
     pub fn request_trailers(&mut self, trailers: &[(&str, &str)]) -> Action {
         self.begin(Phase::RequestTrailers);
         self.filter.host.request.trailers = Some(owned(trailers));
-        let action = self.filter.on_http_request_trailers(trailers.len());
+        let action = self.filter.on_request_trailers();
         self.filter.host.finish(action);
         action
     }
@@ -838,7 +836,7 @@ impl Stream {
         self.filter.host.response.headers = owned(headers);
         let action = self
             .filter
-            .on_http_response_headers(headers.len(), end_of_stream);
+            .on_response_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -860,7 +858,7 @@ impl Stream {
                 return Action::Pause;
             }
         }
-        let action = self.filter.on_http_response_body(size, end_of_stream);
+        let action = self.filter.on_response_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -868,7 +866,7 @@ impl Stream {
     pub fn response_trailers(&mut self, trailers: &[(&str, &str)]) -> Action {
         self.begin(Phase::ResponseTrailers);
         self.filter.host.response.trailers = Some(owned(trailers));
-        let action = self.filter.on_http_response_trailers(trailers.len());
+        let action = self.filter.on_response_trailers();
         self.filter.host.finish(action);
         action
     }
@@ -881,7 +879,7 @@ impl Stream {
     /// Envoy's end of the stream (`proxy_on_done`): HTTP/3 streams get this and no
     /// `on_log` (Envoy 1.40).
     pub fn done(&mut self) -> bool {
-        proxy_wasm::traits::Context::on_done(&mut self.filter)
+        self.filter.on_done()
     }
 
     /// Envoy sends the filter's local reply out through the filter's response
