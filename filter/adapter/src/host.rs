@@ -80,6 +80,12 @@ pub trait Host {
     fn record_metric(&mut self, id: u32, value: u64) -> Result<(), Status>;
     /// The root context's timer period (0: off).
     fn set_tick_period(&mut self, millis: u32) -> Result<(), Status>;
+    /// The host can add response trailers the upstream did not send, at the end of the
+    /// body (proxy-wasm: yes; Envoy 1.40's dynamic modules: no). Without, the adapter
+    /// refuses the calls whose answers need them (gRPC) at their request headers.
+    fn adds_trailers(&self) -> bool {
+        true
+    }
     /// From the root context: the stream `context` is the one later calls act on
     /// (`NotFound` when it is gone).
     fn enter_stream(&mut self, context: u32) -> Result<(), Status>;

@@ -275,6 +275,8 @@ pub(crate) struct MockHost {
     pub response_too_large: bool,
     /// The most response body bytes Envoy buffered at once (for the filter).
     pub response_buffered_peak: usize,
+    /// The host cannot add response trailers (as Envoy's dynamic modules).
+    pub no_trailers: bool,
 }
 
 impl MockHost {
@@ -723,6 +725,10 @@ impl Host for MockHost {
             }
             None => Err(Status::NotFound),
         }
+    }
+
+    fn adds_trailers(&self) -> bool {
+        !self.no_trailers
     }
 
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status> {

@@ -275,7 +275,13 @@ impl Host for NativeHost {
 
     // Envoy 1.40's dynamic modules add to an existing map only: response trailers the
     // upstream did not send cannot be created (proxy-wasm's host creates them at the end
-    // of the body). That call fails here (NotFound) and the adapter handles it.
+    // of the body; the ABI has no `addEncodedTrailers`). Hence `adds_trailers` is false,
+    // and should a trailer still be added, this fails (NotFound) and the adapter handles
+    // it.
+    fn adds_trailers(&self) -> bool {
+        false
+    }
+
     fn add_header(&mut self, map: Map, name: &str, value: &str) -> Result<(), Status> {
         let filter = self.stream()?;
         // SAFETY: the slices outlive the call; Envoy copies them.
