@@ -34,7 +34,6 @@
 //!   envoy-wasm-notes.md;
 //! - the plugin configuration exists only in `on_configure`.
 
-
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
 
@@ -800,9 +799,7 @@ impl Stream {
     pub fn request_headers(&mut self, headers: &[(&str, &str)], end_of_stream: bool) -> Action {
         self.begin(Phase::RequestHeaders { end_of_stream });
         self.filter.host.request.headers = owned(headers);
-        let action = self
-            .filter
-            .on_request_headers(end_of_stream);
+        let action = self.filter.on_request_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -840,9 +837,7 @@ impl Stream {
     pub fn response_headers(&mut self, headers: &[(&str, &str)], end_of_stream: bool) -> Action {
         self.begin(Phase::ResponseHeaders { end_of_stream });
         self.filter.host.response.headers = owned(headers);
-        let action = self
-            .filter
-            .on_response_headers(end_of_stream);
+        let action = self.filter.on_response_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }

@@ -55,7 +55,11 @@ impl NativeHost {
     pub fn for_configuration(configuration: Vec<u8>) -> Self {
         NativeHost {
             configuration: Some(configuration),
-            ..NativeHost::new(std::ptr::null_mut(), MetricIds::default(), SeriesTable::default())
+            ..NativeHost::new(
+                std::ptr::null_mut(),
+                MetricIds::default(),
+                SeriesTable::default(),
+            )
         }
     }
 
@@ -131,10 +135,8 @@ impl Parts for EnvoyParts {
         // SAFETY: `filter` is the live stream's; Envoy fills `count` slices, which stay
         // valid until this hook returns (we copy them now).
         unsafe {
-            let count = abi::envoy_dynamic_module_callback_http_get_body_chunks_size(
-                self.filter,
-                kind,
-            );
+            let count =
+                abi::envoy_dynamic_module_callback_http_get_body_chunks_size(self.filter, kind);
             let mut chunks = vec![EnvoyBuffer::null(); count];
             if !abi::envoy_dynamic_module_callback_http_get_body_chunks(
                 self.filter,
@@ -154,11 +156,7 @@ impl Parts for EnvoyParts {
     fn drain(&mut self, part: Part, n: usize) -> bool {
         // SAFETY: the live stream's pointer; no buffers.
         unsafe {
-            abi::envoy_dynamic_module_callback_http_drain_body(
-                self.filter,
-                self.body_type(part),
-                n,
-            )
+            abi::envoy_dynamic_module_callback_http_drain_body(self.filter, self.body_type(part), n)
         }
     }
 
@@ -470,13 +468,15 @@ impl NativeHost {
         // SAFETY: the label values outlive the call; Envoy copies them.
         let result = unsafe {
             match metric {
-                Metric::Requests => abi::envoy_dynamic_module_callback_http_filter_increment_counter(
-                    filter,
-                    envoy_id,
-                    values.as_mut_ptr(),
-                    values.len(),
-                    value,
-                ),
+                Metric::Requests => {
+                    abi::envoy_dynamic_module_callback_http_filter_increment_counter(
+                        filter,
+                        envoy_id,
+                        values.as_mut_ptr(),
+                        values.len(),
+                        value,
+                    )
+                }
                 Metric::Duration => {
                     abi::envoy_dynamic_module_callback_http_filter_record_histogram_value(
                         filter,

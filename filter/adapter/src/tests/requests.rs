@@ -103,7 +103,10 @@ fn without_trailers_grpc_is_refused_and_the_rest_is_served() {
     let mut s = stream();
     s.host_mut().no_trailers = true;
     s.request_headers(&post(EXECUTE, "application/grpc-web+proto"), false);
-    assert!(s.host().local_reply.is_none(), "gRPC-Web served here: trailers in the body");
+    assert!(
+        s.host().local_reply.is_none(),
+        "gRPC-Web served here: trailers in the body"
+    );
     s.assert_no_violations();
 }
 
