@@ -48,13 +48,13 @@ test: build lint check-house check-docs check-settings check-refusals unit s2-ve
 # natively and for the wasm target.
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy -p ferry-filter -p ferry-filter-core -p ferry-wire -p ferry-compress --target wasm32-wasip1 -- -D warnings
+	$(CARGO) clippy -p ferry-filter -p ferry-filter-adapter -p ferry-filter-core -p ferry-wire -p ferry-compress --target wasm32-wasip1 -- -D warnings
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 # Pure logic only; the shim's MySQL integration test runs in e2e against MariaDB.
 unit:
 	$(CARGO) test -p ferry-proto --lib --tests
-	$(CARGO) test -p ferry-wire -p ferry-compress -p ferry-filter-core -p ferry-filter -p ferry-shim --lib --bins
+	$(CARGO) test -p ferry-wire -p ferry-compress -p ferry-filter-core -p ferry-filter-adapter -p ferry-filter -p ferry-filter-native -p ferry-shim --lib --bins
 
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
 validate: wasm

@@ -9,9 +9,10 @@
 //! `proxy_on_memory_allocate` (a boxed slice of exactly `size` bytes), so they are
 //! taken back as a `Vec` of that capacity.
 
-use proxy_wasm::types::{BufferType, MapType, MetricType, Status, StreamType};
+use proxy_wasm::types::{BufferType, MapType, StreamType};
 
-use crate::header_map::HeaderMap;
+use ferry_filter_adapter::header_map::{serialize, HeaderMap};
+use ferry_filter_adapter::host::{MetricType, Status};
 
 #[link(wasm_import_module = "env")]
 extern "C" {
@@ -172,31 +173,12 @@ pub(crate) fn set_buffer(
     })
 }
 
-/// The ABI's header-map encoding: count, then each name's and value's length (all
-/// u32 little-endian), then each name and value with a NUL after it.
-pub(crate) fn serialize_map(map: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
-    let len = |n: usize| u32::try_from(n).map_err(|_| Status::BadArgument);
-    let mut out = Vec::new();
-    out.extend_from_slice(&len(map.len())?.to_le_bytes());
-    for (name, value) in map {
-        out.extend_from_slice(&len(name.len())?.to_le_bytes());
-        out.extend_from_slice(&len(value.len())?.to_le_bytes());
-    }
-    for (name, value) in map {
-        out.extend_from_slice(name.as_bytes());
-        out.push(0);
-        out.extend_from_slice(value.as_bytes());
-        out.push(0);
-    }
-    Ok(out)
-}
-
 pub(crate) fn send_local_response(
     status_code: u32,
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> Result<(), Status> {
-    let headers = serialize_map(headers)?;
+    let headers = serialize(headers)?;
     let body = body.unwrap_or_default();
     // SAFETY: every slice outlives the call; the host copies them. No details, and
     // grpc_status -1 (none: the filter writes gRPC statuses itself).
@@ -237,6 +219,11 @@ pub(crate) fn now_nanos() -> Result<u64, Status> {
 
 pub(crate) fn define_metric(kind: MetricType, name: &str) -> Result<u32, Status> {
     let mut id = 0;
+    let kind = match kind {
+        MetricType::Counter => proxy_wasm::types::MetricType::Counter,
+        MetricType::Gauge => proxy_wasm::types::MetricType::Gauge,
+        MetricType::Histogram => proxy_wasm::types::MetricType::Histogram,
+    };
     // SAFETY: pointers to a live local and to `name`'s bytes.
     status(unsafe { proxy_define_metric(kind as u32, name.as_ptr(), name.len(), &mut id) })?;
     Ok(id)
@@ -270,15 +257,6 @@ pub(crate) fn continue_request() -> Result<(), Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn maps_serialize_as_the_abi_says() {
-        let bytes = serialize_map(&[("a", "bc"), ("", "d")]).unwrap();
-        let mut expected = vec![2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
-        expected.extend_from_slice(b"a\0bc\0\0d\0");
-        assert_eq!(bytes, expected);
-        assert_eq!(serialize_map(&[]).unwrap(), vec![0, 0, 0, 0]);
-    }
 
     #[test]
     fn every_status_is_an_error_not_a_panic() {

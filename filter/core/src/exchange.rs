@@ -1115,6 +1115,27 @@ impl Exchange {
         reply
     }
 
+    /// For a host that cannot add response trailers (Envoy 1.40's dynamic modules): a
+    /// call whose answer ends with trailers the filter adds (gRPC, and gRPC-Web that
+    /// Envoy's grpc_web filter translates from gRPC) is refused with this reply,
+    /// `unimplemented`, instead of an answer that could not end. `None` for every other
+    /// call (Connect; gRPC-Web served here, whose trailers go in the body) and before
+    /// a call.
+    pub fn refuse_without_trailers(&mut self, message: &str) -> Option<Reply> {
+        let State::Call(call) = &self.state else {
+            return None;
+        };
+        let grpc = call.client.name.starts_with("grpc");
+        if !grpc || call.client.wire.web_answer().is_some() {
+            return None;
+        }
+        let reply = call
+            .client
+            .reply(&Rejection::new(Code::Unimplemented, message));
+        self.state = State::Answered;
+        Some(reply)
+    }
+
     /// Marks the exchange answered locally and returns `step`.
     fn answer<T>(&mut self, step: T) -> T {
         self.state = State::Answered;

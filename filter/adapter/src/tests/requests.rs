@@ -78,6 +78,38 @@ fn connect_json_unary_is_rewritten_to_proto_at_its_end_and_its_answer_to_json() 
     s.assert_no_violations();
 }
 
+/// A host that cannot add response trailers (Envoy's dynamic modules) refuses gRPC at
+/// once, in gRPC's terms, and still serves Connect and gRPC-Web.
+#[test]
+fn without_trailers_grpc_is_refused_and_the_rest_is_served() {
+    let mut s = stream();
+    s.host_mut().no_trailers = true;
+    let mut headers = post(EXECUTE, "application/grpc");
+    headers.push(("te", "trailers"));
+    assert_eq!(s.request_headers(&headers, false), Action::Pause);
+    let reply = s.host().local_reply.clone().expect("a local reply");
+    assert_eq!(reply.header("grpc-status"), Some("12"), "{reply:?}");
+    assert!(reply.header("grpc-message").unwrap().contains("trailers"));
+    assert_eq!(s.host().request.sent_headers, None, "nothing went upstream");
+    s.assert_no_violations();
+
+    let mut s = stream();
+    s.host_mut().no_trailers = true;
+    assert_eq!(
+        s.request_headers(&post(EXECUTE, "application/json"), false),
+        Action::Pause
+    );
+    assert!(s.host().local_reply.is_none());
+    let mut s = stream();
+    s.host_mut().no_trailers = true;
+    s.request_headers(&post(EXECUTE, "application/grpc-web+proto"), false);
+    assert!(
+        s.host().local_reply.is_none(),
+        "gRPC-Web served here: trailers in the body"
+    );
+    s.assert_no_violations();
+}
+
 #[test]
 fn a_grpc_request_loses_its_frame_and_its_proto_answer_gets_one_with_trailers() {
     let mut s = stream();

@@ -34,15 +34,12 @@
 //!   envoy-wasm-notes.md;
 //! - the plugin configuration exists only in `on_configure`.
 
-use proxy_wasm::traits::HttpContext;
-use proxy_wasm::types::{Action, MetricType, Status};
-
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
 
 use crate::adapter;
 use crate::header_map::HeaderMap;
-use crate::host::{Body, Host, Map};
+use crate::host::{Action, Body, Host, Map, MetricType, Status};
 use crate::Filter;
 
 pub(crate) type Headers = Vec<(String, String)>;
@@ -277,6 +274,8 @@ pub(crate) struct MockHost {
     pub response_too_large: bool,
     /// The most response body bytes Envoy buffered at once (for the filter).
     pub response_buffered_peak: usize,
+    /// The host cannot add response trailers (as Envoy's dynamic modules).
+    pub no_trailers: bool,
 }
 
 impl MockHost {
@@ -497,7 +496,7 @@ impl Host for MockHost {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         // As Envoy hands it over: serialized, then read back.
-        crate::abi::serialize_map(&pairs)
+        crate::header_map::serialize(&pairs)
             .ok()
             .and_then(HeaderMap::parse)
             .ok_or(Status::SerializationFailure)
@@ -727,6 +726,10 @@ impl Host for MockHost {
         }
     }
 
+    fn adds_trailers(&self) -> bool {
+        !self.no_trailers
+    }
+
     fn plugin_configuration(&mut self) -> Result<Option<Vec<u8>>, Status> {
         let rule = if self.phase == Phase::Configure {
             Ok(())
@@ -796,9 +799,7 @@ impl Stream {
     pub fn request_headers(&mut self, headers: &[(&str, &str)], end_of_stream: bool) -> Action {
         self.begin(Phase::RequestHeaders { end_of_stream });
         self.filter.host.request.headers = owned(headers);
-        let action = self
-            .filter
-            .on_http_request_headers(headers.len(), end_of_stream);
+        let action = self.filter.on_request_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -820,7 +821,7 @@ impl Stream {
                 return Action::Pause;
             }
         }
-        let action = self.filter.on_http_request_body(size, end_of_stream);
+        let action = self.filter.on_request_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -828,7 +829,7 @@ impl Stream {
     pub fn request_trailers(&mut self, trailers: &[(&str, &str)]) -> Action {
         self.begin(Phase::RequestTrailers);
         self.filter.host.request.trailers = Some(owned(trailers));
-        let action = self.filter.on_http_request_trailers(trailers.len());
+        let action = self.filter.on_request_trailers();
         self.filter.host.finish(action);
         action
     }
@@ -836,9 +837,7 @@ impl Stream {
     pub fn response_headers(&mut self, headers: &[(&str, &str)], end_of_stream: bool) -> Action {
         self.begin(Phase::ResponseHeaders { end_of_stream });
         self.filter.host.response.headers = owned(headers);
-        let action = self
-            .filter
-            .on_http_response_headers(headers.len(), end_of_stream);
+        let action = self.filter.on_response_headers(end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -860,7 +859,7 @@ impl Stream {
                 return Action::Pause;
             }
         }
-        let action = self.filter.on_http_response_body(size, end_of_stream);
+        let action = self.filter.on_response_body(size, end_of_stream);
         self.filter.host.finish(action);
         action
     }
@@ -868,7 +867,7 @@ impl Stream {
     pub fn response_trailers(&mut self, trailers: &[(&str, &str)]) -> Action {
         self.begin(Phase::ResponseTrailers);
         self.filter.host.response.trailers = Some(owned(trailers));
-        let action = self.filter.on_http_response_trailers(trailers.len());
+        let action = self.filter.on_response_trailers();
         self.filter.host.finish(action);
         action
     }
@@ -881,7 +880,7 @@ impl Stream {
     /// Envoy's end of the stream (`proxy_on_done`): HTTP/3 streams get this and no
     /// `on_log` (Envoy 1.40).
     pub fn done(&mut self) -> bool {
-        proxy_wasm::traits::Context::on_done(&mut self.filter)
+        self.filter.on_done()
     }
 
     /// Envoy sends the filter's local reply out through the filter's response

@@ -5,7 +5,6 @@
 use std::rc::Rc;
 
 use prost::Message;
-use proxy_wasm::types::{Action, Status};
 
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::Exchange;
@@ -14,7 +13,7 @@ use ferry_filter_core::limits::Limits;
 use ferry_proto::psdb::v1alpha1::{CloseSessionRequest, ExecuteRequest, ExecuteResponse, Session};
 use ferry_proto::vitess::query::{Field, QueryResult, Row, Type};
 
-use crate::host::{Body, Map, WHOLE_BODY};
+use crate::host::{Action, Body, Map, Status, WHOLE_BODY};
 use crate::mock_host::{Call, MockHost, Phase, Stream};
 
 const EXECUTE: &str = "/psdb.v1alpha1.Database/Execute";

@@ -2,19 +2,22 @@
 //! count, a (name length, value length) u32 pair per entry, then each name and value
 //! followed by a NUL byte), kept as the one buffer the host wrote plus the offsets of
 //! each name and value: reading a map is one host call and one parse, and a lookup
-//! copies nothing.
+//! copies nothing. A host that hands headers over as (name, value) slices (Envoy's
+//! dynamic modules) copies them into the same shape ([`HeaderMap::from_pairs`]).
 
 use std::ops::Range;
 
+use crate::host::Status;
+
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) struct HeaderMap {
+pub struct HeaderMap {
     bytes: Vec<u8>,
     entries: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl HeaderMap {
     /// `None` if the bytes do not hold that shape (an empty buffer is an empty map).
-    pub(crate) fn parse(bytes: Vec<u8>) -> Option<Self> {
+    pub fn parse(bytes: Vec<u8>) -> Option<Self> {
         if bytes.is_empty() {
             return Some(HeaderMap {
                 bytes,
@@ -45,21 +48,54 @@ impl HeaderMap {
     }
 
     /// The first value of `name` (lowercase, as Envoy keeps names).
-    pub(crate) fn get(&self, name: &str) -> Option<&[u8]> {
+    pub fn get(&self, name: &str) -> Option<&[u8]> {
         self.entries
             .iter()
             .find(|(n, _)| self.bytes.get(n.clone()) == Some(name.as_bytes()))
             .and_then(|(_, v)| self.bytes.get(v.clone()))
     }
 
+    /// A map from (name, value) pairs, copied into one buffer.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> Self {
+        let mut bytes = Vec::new();
+        let mut entries = Vec::new();
+        for (name, value) in pairs {
+            let n = bytes.len();
+            bytes.extend_from_slice(name);
+            let v = bytes.len();
+            bytes.extend_from_slice(value);
+            entries.push((n..v, v..bytes.len()));
+        }
+        HeaderMap { bytes, entries }
+    }
+
     /// Every (name, value), in order.
-    #[cfg(test)]
-    pub(crate) fn pairs(&self) -> Vec<(&[u8], &[u8])> {
+    pub fn pairs(&self) -> Vec<(&[u8], &[u8])> {
         self.entries
             .iter()
             .filter_map(|(n, v)| Some((self.bytes.get(n.clone())?, self.bytes.get(v.clone())?)))
             .collect()
     }
+}
+
+/// The proxy-wasm ABI's header-map encoding (what [`HeaderMap::parse`] reads): count,
+/// then each name's and value's length (all u32 little-endian), then each name and
+/// value with a NUL after it.
+pub fn serialize(map: &[(&str, &str)]) -> Result<Vec<u8>, Status> {
+    let len = |n: usize| u32::try_from(n).map_err(|_| Status::BadArgument);
+    let mut out = Vec::new();
+    out.extend_from_slice(&len(map.len())?.to_le_bytes());
+    for (name, value) in map {
+        out.extend_from_slice(&len(name.len())?.to_le_bytes());
+        out.extend_from_slice(&len(value.len())?.to_le_bytes());
+    }
+    for (name, value) in map {
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
+        out.extend_from_slice(value.as_bytes());
+        out.push(0);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -69,7 +105,7 @@ mod tests {
     #[test]
     fn maps_are_read_and_malformed_ones_refused() {
         let map = [(":path", "/x"), ("accept", ""), ("a", "b"), ("a", "c")];
-        let bytes = crate::abi::serialize_map(&map).unwrap();
+        let bytes = super::serialize(&map).unwrap();
         let read = HeaderMap::parse(bytes.clone()).unwrap();
         let want: Vec<(&[u8], &[u8])> = map
             .iter()
@@ -91,5 +127,25 @@ mod tests {
         let mut long = bytes.clone();
         long[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(HeaderMap::parse(long).is_none());
+    }
+
+    #[test]
+    fn maps_from_pairs_read_as_parsed_ones() {
+        let map = [(":path", "/x"), ("accept", ""), ("a", "b"), ("a", "c")];
+        let parsed = HeaderMap::parse(super::serialize(&map).unwrap()).unwrap();
+        let built = HeaderMap::from_pairs(map.iter().map(|(k, v)| (k.as_bytes(), v.as_bytes())));
+        assert_eq!(built.pairs(), parsed.pairs());
+        assert_eq!(built.get("a"), Some(&b"b"[..]));
+        assert_eq!(built.get("accept"), Some(&b""[..]));
+        assert!(HeaderMap::from_pairs([]).pairs().is_empty());
+    }
+
+    #[test]
+    fn maps_serialize_as_the_abi_says() {
+        let bytes = super::serialize(&[("a", "bc"), ("", "d")]).unwrap();
+        let mut expected = vec![2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+        expected.extend_from_slice(b"a\0bc\0\0d\0");
+        assert_eq!(bytes, expected);
+        assert_eq!(super::serialize(&[]).unwrap(), vec![0, 0, 0, 0]);
     }
 }

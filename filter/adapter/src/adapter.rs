@@ -1,4 +1,4 @@
-//! Drives an [`Exchange`] through a [`Host`]: one function per proxy-wasm callback,
+//! Drives an [`Exchange`] through a [`Host`]: one function per filter callback,
 //! each reading what the exchange needs and applying the step it returns.
 //!
 //! Each function makes only the host calls Envoy accepts in its callback (the SDK
@@ -19,8 +19,6 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use proxy_wasm::types::{Action, MetricType, Status};
-
 use ferry_filter_core::config::Config;
 use ferry_filter_core::exchange::{
     BodyEdit, Exchange, RequestBodyStep, RequestHead, RequestHeadersStep, Reset, ResponseBodyStep,
@@ -31,7 +29,7 @@ use ferry_filter_core::lost::EnvoyAnswer;
 use ferry_filter_core::{metrics, server_timing};
 
 use crate::header_map::HeaderMap;
-use crate::host::{Body, Host, Map, WHOLE_BODY};
+use crate::host::{Action, Body, Host, Map, MetricType, Status, WHOLE_BODY};
 
 /// A host call that failed.
 #[derive(Debug)]
@@ -156,6 +154,10 @@ pub(crate) fn record_metrics<H: Host>(
 
 // ----- request callbacks -----
 
+/// Why a gRPC call is refused on a host that cannot add response trailers.
+pub(crate) const NO_TRAILERS: &str = "gRPC is not served by this gateway's native filter \
+    (Envoy's dynamic modules cannot add response trailers); use Connect";
+
 /// `on_http_request_headers`.
 pub(crate) fn on_request_headers<H: Host>(
     host: &mut H,
@@ -172,7 +174,12 @@ pub(crate) fn on_request_headers<H: Host>(
     timing.http = metrics::http_version(protocol.as_deref());
     let headers = Snapshot::read(host, Map::RequestHeaders)?;
     let head = RequestHead::read(|name| Ok::<_, HostError>(headers.get(name)))?;
-    let step = exchange.on_request_headers(&head, end_of_stream);
+    let mut step = exchange.on_request_headers(&head, end_of_stream);
+    if !host.adds_trailers() && !matches!(step, RequestHeadersStep::Reply(_)) {
+        if let Some(reply) = exchange.refuse_without_trailers(NO_TRAILERS) {
+            step = RequestHeadersStep::Reply(reply);
+        }
+    }
     if let RequestHeadersStep::Reply(reply) = &step {
         exchange.note_reply(reply);
     }
