@@ -12,7 +12,7 @@ WASM := target/wasm32-wasip1/release/ferry_filter.wasm
 SHIM := target/release/ferry-shim
 ENVOY_CONFIGS := $(wildcard envoy/*.yaml)
 
-.PHONY: all deps build wasm shim run up down status test lint unit validate e2e clean \
+.PHONY: all deps build wasm native shim run up down status test lint unit validate e2e clean \
 	k6 bench bench-smoke bench-sweep-concurrency bench-sweep-compression bench-sessions bench-down
 
 all: build
@@ -21,10 +21,14 @@ deps:
 	scripts/install.sh
 	scripts/patched-crates.sh
 
-build: deps wasm shim
+build: deps wasm native shim
 
 wasm:
 	$(CARGO) build --release -p ferry-filter --target wasm32-wasip1
+
+# The same filter as an Envoy dynamic module (envoy/native.yaml; experimental).
+native:
+	$(CARGO) build --release -p ferry-filter-native
 
 shim:
 	$(CARGO) build --release -p ferry-shim
@@ -57,12 +61,13 @@ unit:
 	$(CARGO) test -p ferry-wire -p ferry-compress -p ferry-filter-core -p ferry-filter-adapter -p ferry-filter -p ferry-filter-native -p ferry-shim --lib --bins
 
 # Every Envoy scenario must load in the real Envoy (with the real .wasm).
-validate: wasm
+validate: wasm native
 	@python3 scripts/envoy-scenarios.py --check
 	@source scripts/env.sh && mkdir -p "$$FERRY_RUN_DIR" "$$(dirname "$$FERRY_ACCESS_LOG")" && scripts/dev-cert.sh && \
+	python3 scripts/dev-idp.py keys "$$FERRY_RUN_DIR/tokens" && \
 	for f in $(ENVOY_CONFIGS); do \
 	  scripts/render-envoy.sh $$f > "$$FERRY_RUN_DIR/validate.yaml" && \
-	  "$$ENVOY" --mode validate -c "$$FERRY_RUN_DIR/validate.yaml" --disable-hot-restart -l error >/dev/null \
+	  ENVOY_DYNAMIC_MODULES_SEARCH_PATH="$$PWD/target/release" "$$ENVOY" --mode validate -c "$$FERRY_RUN_DIR/validate.yaml" --disable-hot-restart -l error >/dev/null \
 	    && echo "valid: $$f" || { echo "INVALID: $$f"; exit 1; }; \
 	done
 	@# FERRY_COMPRESS_NEAR_NETWORKS reaches the filter's settings: a list loads, and an entry

@@ -14,6 +14,8 @@
 #   no-hold           full-proto with the filter's header hold off (header_hold "off",
 #                     session_affinity false: the mode meshes without the hold run; no
 #                     class routing, no affinity)
+#   native            full-proto with the Ferry filter as an Envoy dynamic module
+#                     (envoy/native.yaml: the same core, native; make native)
 #   no-ferry-filter   full-proto without the Ferry wasm filter (Envoy's other filters stay;
 #                     the request is already the shim's canonical form)
 #   router-only       no HTTP filter but the router: Envoy as a bare TLS h2 -> h2c proxy
@@ -28,7 +30,7 @@ command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-c
 OUT_MD="${1:-/dev/stdout}"
 N="${BREAKDOWN_N:-20000}" C="${BREAKDOWN_C:-16}" ROUNDS="${BREAKDOWN_ROUNDS:-3}"
 PORT="${BREAKDOWN_PORT:-$((FERRY_PORT + 1000))}"
-VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto no-client-rtt no-access-log no-hold no-ferry-filter router-only}"
+VARIANTS="${BREAKDOWN_VARIANTS:-full full-proto native no-client-rtt no-access-log no-hold no-ferry-filter router-only}"
 DIR="$FERRY_RUN_DIR/breakdown"
 mkdir -p "$DIR"
 SRC="$FERRY_RUN_DIR/envoy.yaml"
@@ -40,7 +42,7 @@ printf '\x12\x08SELECT 1' > "$DIR/select1.bin" # ExecuteRequest{query: "SELECT 1
 # variant NAME: writes $DIR/NAME.yaml from the stack's config.
 variant() {
   python3 - "$SRC" "$DIR/$1.yaml" "$1" "$PORT" "$DIR" <<'PY'
-import sys, yaml
+import json, sys, yaml
 src, dst, name, port, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 doc = yaml.safe_load(open(src))
 doc["admin"]["address"]["socket_address"]["port_value"] = port + 1
@@ -62,6 +64,20 @@ for listener in doc["static_resources"]["listeners"]:
             filters = hcm["http_filters"]
             if name == "no-ferry-filter":
                 filters[:] = [h for h in filters if h["name"] != "ferry"]
+            if name == "native":
+                for h in filters:
+                    # (the listeners share one filter list: replaced once)
+                    if h["name"] == "ferry" and "config" in h["typed_config"]:
+                        settings = h["typed_config"]["config"]["configuration"]["value"]
+                        h["typed_config"] = {
+                            "@type": "type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter",
+                            "dynamic_module_config": {"name": "ferry_filter_native", "do_not_close": True},
+                            "filter_name": "ferry",
+                            "filter_config": {
+                                "@type": "type.googleapis.com/google.protobuf.StringValue",
+                                "value": json.dumps(settings),
+                            },
+                        }
             if name == "no-hold":
                 for h in filters:
                     if h["name"] == "ferry":
@@ -80,7 +96,8 @@ ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 measure() {
   local name=$1 body=$DIR/select1.bin ct=application/proto pid e0 s0 m0 out
   [ "$name" = full ] && body=$DIR/select1.json ct=application/json
-  "$ENVOY" -c "$DIR/$name.yaml" --disable-hot-restart --log-level error >"$DIR/$name.log" 2>&1 &
+  ENVOY_DYNAMIC_MODULES_SEARCH_PATH="$LT/../target/release" \
+    "$ENVOY" -c "$DIR/$name.yaml" --disable-hot-restart --log-level error >"$DIR/$name.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$((PORT + 1))/ready" && break; sleep 0.1; done
   local h2=(h2load -c "$C" -m 1 -d "$body" -H "content-type: $ct" -H "$AUTH"

@@ -91,6 +91,15 @@ browser_gateway() {
 # A fifth gateway with tracing (tests/e2e/tests/tracing.rs): envoy/tracing.yaml and a shim
 # exporting spans (FERRY_OTLP_ENDPOINT), both to the OTLP receiver the test runs on
 # FERRY_E2E_OTLP_ADDR; on the same MariaDB (socket), sharing the dev CA.
+# A gateway with the native filter (envoy/native.yaml: the same core as an Envoy dynamic
+# module; experimental, Connect only) on the same MariaDB (socket), sharing the dev CA.
+NATIVE_RUN_DIR="$FERRY_RUN_DIR/native"
+native_gateway() {
+  FERRY_RUN_DIR="$NATIVE_RUN_DIR" FERRY_PORT="${FERRY_E2E_NATIVE_PORT:-18458}" \
+    FERRY_ADMIN_PORT="${FERRY_E2E_NATIVE_ADMIN_PORT:-19912}" FERRY_SHIM_ADDR="${FERRY_E2E_NATIVE_SHIM_ADDR:-127.0.0.1:18098}" \
+    FERRY_SHIM_UNIX="" FERRY_ENVOY_SCENARIO=native FERRY_SESSION_KEYS_FILE="$NATIVE_RUN_DIR/certs/session.keys" \
+    "$ROOT/scripts/stack.sh" "$@"
+}
 TRACING_RUN_DIR="$FERRY_RUN_DIR/tracing"
 export FERRY_E2E_OTLP_ADDR="${FERRY_E2E_OTLP_ADDR:-127.0.0.1:14317}"
 tracing_gateway() {
@@ -137,7 +146,7 @@ vitess_gateway() {
     FERRY_MYSQL_PORT="$((VITESS_BASE_PORT + 3))" FERRY_MYSQL_TRANSPORT=tcp FERRY_SHIM_UNIX="" \
     FERRY_SESSION_KEYS_FILE="$VITESS_RUN_DIR/certs/session.keys" "$ROOT/scripts/stack.sh" "$@"
 }
-stop_all() { vitess_gateway down; vitess_cluster down; tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
+stop_all() { native_gateway down; vitess_gateway down; vitess_cluster down; tracing_gateway down; replicas_stack down; mysql8_stack down; browser_gateway down; pair_gateway down; tcp_gateway down; "$ROOT/scripts/stack.sh" down; }
 
 # The databases' fixed ports that lie in Linux's ephemeral range, kept off outgoing
 # connections for the whole run (a client's local port once took 43382 just before
@@ -221,6 +230,15 @@ tracing_gateway gateway >/dev/null && (export FERRY_RUN_DIR="$TRACING_RUN_DIR" F
   cargo test -p ferry-e2e --test tracing -- --ignored --nocapture) || status=$?
 ! grep -E "panicked|wasm trap|Function: proxy_on_.* failed" "$TRACING_RUN_DIR"/logs/{envoy,shim}.log || status=1
 tracing_gateway down >/dev/null
+
+# The native filter (envoy/native.yaml; experimental, Connect only): the Connect-only
+# test files against its gateway.
+mkdir -p "$NATIVE_RUN_DIR" && cp -r "$FERRY_RUN_DIR/certs" "$NATIVE_RUN_DIR/" && cp "$FERRY_RUN_DIR/mysql-root.cnf" "$NATIVE_RUN_DIR/"
+native_gateway gateway >/dev/null && (export FERRY_RUN_DIR="$NATIVE_RUN_DIR" FERRY_PORT="${FERRY_E2E_NATIVE_PORT:-18458}" \
+  FERRY_ADMIN_PORT="${FERRY_E2E_NATIVE_ADMIN_PORT:-19912}" FERRY_SHIM_ADDR="${FERRY_E2E_NATIVE_SHIM_ADDR:-127.0.0.1:18098}"
+  cargo test -p ferry-e2e --test unary_pieces --test connect_get) || status=$?
+! grep -E "panicked" "$NATIVE_RUN_DIR"/logs/{envoy,shim}.log || status=1
+native_gateway down >/dev/null
 
 # MySQL 8.0, on its own stack: the type table (Rust fields, the driver's values), queries,
 # the API, bind variables, session state and Prisma.

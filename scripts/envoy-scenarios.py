@@ -1116,9 +1116,41 @@ def tokens():
     return d
 
 
+def native():
+    """ferry.yaml with the Ferry filter as an Envoy dynamic module (a native .so) instead of
+    the .wasm: the same core and settings."""
+    d = scenario("native.yaml", "native", """\
+# The gateway of ferry.yaml with the Ferry filter built natively: an Envoy dynamic module
+# (filter/native, `cargo build --release -p ferry-filter-native` ->
+# target/release/libferry_filter_native.so) instead of the .wasm, with the same core and
+# settings. Envoy finds the module by name in ENVOY_DYNAMIC_MODULES_SEARCH_PATH, which
+# scripts/stack.sh sets to target/release. Experimental, verified for Connect unary calls
+# only (docs/benchmarks/cost.md "The native filter"). gRPC and gRPC-Web
+# are refused (grpc-status 12, UNIMPLEMENTED) because Envoy 1.40's dynamic-module ABI
+# cannot add response trailers to an answer that has none. Runnable with
+#   FERRY_ENVOY_SCENARIO=native scripts/stack.sh up
+""")
+    settings = json.dumps(plugin_settings(), sort_keys=True, separators=(",", ":"))
+    d.cut('          - name: ferry\n            typed_config:\n              "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm\n',
+          "          # Envoy's own session affinity: a request carrying", f"""\
+          - name: ferry
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.dynamic_modules.v3.DynamicModuleFilter
+              dynamic_module_config:
+                name: ferry_filter_native
+                do_not_close: true
+              filter_name: ferry
+              # The filter's settings (filter/core/src/config.rs), as ferry.yaml's, in JSON.
+              filter_config:
+                "@type": type.googleapis.com/google.protobuf.StringValue
+                value: '{settings}'  # FERRY_PLUGIN_JSON
+""")
+    return d
+
+
 SCENARIOS = {
     "replicas": replicas, "tracing": tracing, "shim-tls": shim_tls, "browser": browser,
-    "browser-filter-first": browser_filter_first, "tokens": tokens,
+    "browser-filter-first": browser_filter_first, "tokens": tokens, "native": native,
     "compose": compose, "compressor": compressor, "two-shims": two_shims,
     "istio": istio, "istio-envoyfilter": istio_envoyfilter, "envoy-gateway": envoy_gateway,
 }

@@ -54,7 +54,7 @@ fi
 # Token issuers and audience (envoy/tokens.yaml): written inside double quotes, so a URL
 # or a plain name without quotes, `&`, `|` or spaces.
 for v in FERRY_TOKEN_ISSUER FERRY_TOKEN_URL_ISSUER FERRY_TOKEN_AUDIENCE; do
-  [[ "${!v}" =~ ^[A-Za-z0-9._~:/?@!$*+,\;=%-]+$ ]] \
+  [[ "${!v}" =~ ^[A-Za-z0-9._~:/?@!\$*+,\;=%-]+$ ]] \
     || { echo "render-envoy.sh: $v: not an issuer or audience (a URL or a plain name): ${!v}" >&2; exit 2; }
 done
 ecds="$FERRY_RUN_DIR/ecds/$(basename "$src" .yaml).yaml"

@@ -327,7 +327,9 @@ envoy_up() {
     tokens) start dev-idp python3 "$(dirname "$0")/dev-idp.py" serve "$FERRY_RUN_DIR/tokens"
       wait_for dev-idp 10 curl -sf --cacert "$FERRY_RUN_DIR/certs/ca.pem" "https://localhost:$FERRY_JWKS_HTTPS_PORT/jwks.json" ;;
   esac
-  start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn \
+  # envoy/native.yaml loads the filter as a dynamic module, by name, from here.
+  ENVOY_DYNAMIC_MODULES_SEARCH_PATH="${ENVOY_DYNAMIC_MODULES_SEARCH_PATH:-$ROOT/target/release}" \
+    start envoy "$ENVOY" -c "$FERRY_RUN_DIR/envoy.yaml" --disable-hot-restart --log-level warn \
     ${FERRY_ENVOY_CONCURRENCY:+--concurrency "$FERRY_ENVOY_CONCURRENCY"}
   wait_for Envoy 30 sh -c "curl -sf http://$FERRY_ADMIN_HOST:$FERRY_ADMIN_PORT/ready | grep -q LIVE"
   # FERRY_WAIT_HEALTHY=true: and until Envoy has seen its shims healthy. Before a health

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::host::Status;
+use crate::status::Status;
 
 #[derive(Debug, PartialEq, Eq)]
 pub struct HeaderMap {

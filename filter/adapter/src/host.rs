@@ -14,6 +14,7 @@
 //! callback.
 
 use crate::header_map::HeaderMap;
+pub use crate::status::Status;
 
 /// A header map the filter uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,20 +92,6 @@ pub trait Host {
     fn enter_stream(&mut self, context: u32) -> Result<(), Status>;
     /// Lets the entered stream's held request headers go on.
     fn resume_request(&mut self) -> Result<(), Status>;
-}
-
-/// Why a host call failed (proxy-wasm's status words, which the other hosts map to).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    NotFound,
-    BadArgument,
-    SerializationFailure,
-    ParseFailure,
-    Empty,
-    CasMismatch,
-    InternalFailure,
-    /// The host has no such operation (e.g. a timer in a host that needs none).
-    Unimplemented,
 }
 
 /// The kind of a metric.

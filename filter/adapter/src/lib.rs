@@ -26,6 +26,7 @@ mod hold;
 pub mod host;
 #[cfg(test)]
 mod mock_host;
+pub mod status;
 pub mod stream;
 #[cfg(test)]
 mod tests;
