@@ -22,7 +22,7 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Kills the statement running on `conn` and waits until it has ended, so the
-/// statement is gone once this returns `true`; then closes `conn` in the background.
+/// statement is gone once this returns `true`; `conn` is closed meanwhile.
 /// The work runs in a task of its own: a caller that is dropped meanwhile (its
 /// client gave up too) does not leave a connection half stopped. Whether it was
 /// stopped: `false` when the KILL failed, or the statement had not ended within
@@ -36,6 +36,12 @@ pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) -> 
     let (killed_tx, killed_rx) = oneshot::channel();
     tokio::spawn(async move {
         let id = conn.id();
+        // Closed meanwhile (it first reads what is left of the result): a statement
+        // blocked writing its rows to us ends only once they are read or the connection
+        // is gone, so its end could not be awaited with the connection left unread.
+        let closing = tokio::spawn(async move {
+            let _ = tokio::time::timeout(CLOSE_WAIT, conn.disconnect()).await;
+        });
         let (killed, outcome) =
             match tokio::time::timeout(KILL_WAIT, kill_query(opts, id, wait_until_ended)).await {
                 Ok(Ok(())) => (true, "killed".to_owned()),
@@ -51,7 +57,7 @@ pub async fn stop(pools: &Pools, creds: &Credentials, conn: Conn, why: &str) -> 
             outcome = outcome
         );
         let _ = killed_tx.send(killed);
-        let _ = tokio::time::timeout(CLOSE_WAIT, conn.disconnect()).await;
+        let _ = closing.await;
     });
     killed_rx.await.unwrap_or(false)
 }
