@@ -6,6 +6,6 @@
 pub const CLIENT_ADDR: &str = "x-ferry-client-addr";
 
 /// A verified token's claims (Envoy's jwt_authn `forward_payload_header`, base64url
-/// JSON; envoy/tokens.yaml): the shim maps one claim to a MySQL account. Every shipped
-/// configuration removes a client's own value before anything reads it.
+/// JSON; envoy/tokens.yaml): the shim maps one claim to a MySQL account. envoy/ferry.yaml
+/// and the scenarios made from it remove a client's own value before anything reads it.
 pub const TOKEN_CLAIMS: &str = "x-ferry-token-claims";

@@ -2,7 +2,7 @@
 //! token (its `jwt_authn` filter: signature against a JWKS, issuer, audience, expiry;
 //! envoy/tokens.yaml), removes it from the request and hands the shim its verified
 //! claims in `x-ferry-token-claims` (a client's own value of that header is removed
-//! before, by every shipped Envoy configuration). One claim (`FERRY_TOKEN_CLAIM`) names
+//! before, by envoy/ferry.yaml and the scenarios made from it). One claim (`FERRY_TOKEN_CLAIM`) names
 //! an account; `FERRY_TOKEN_ACCOUNTS` maps its values to MySQL users, whose passwords
 //! are in a file only the shim can read (`FERRY_TOKEN_SECRETS_FILE`). The request then
 //! runs as that user, under the same rules as a password's: the token never reaches
