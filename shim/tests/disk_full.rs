@@ -604,30 +604,12 @@ async fn a_full_disk_fails_writes_clearly_and_reads_go_on() {
     // Space returns: how long until a write succeeds.
     server.free();
     let t0 = Instant::now();
-    let mut attempts = 0;
     let mut lost: Vec<String> = failed.clone();
-    loop {
-        attempts += 1;
-        let tag = format!("r-{attempts}");
-        let (a, _) = call(&mut c, &insert(&tag, 4000), 2000).await;
-        if a.is_ok() {
-            acked.push(tag);
-            break;
-        }
-        lost.push(tag);
-        assert!(t0.elapsed() < Duration::from_secs(20), "no recovery: {a:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let attempts = until_a_write_succeeds(&mut c, 4000, 20, &mut acked, &mut lost).await;
     let recovery = t0.elapsed();
 
     // Every acknowledged write once; none of the failed ones.
-    let tags = server.tags().await;
-    for tag in &acked {
-        assert_eq!(tags.get(tag), Some(&1), "acknowledged {tag}");
-    }
-    for tag in &lost {
-        assert_eq!(tags.get(tag), None, "failed {tag} is absent");
-    }
+    let tags = once_or_absent(&server, &acked, &lost).await;
     assert_eq!(tags.values().sum::<i64>(), acked.len() as i64);
 
     let (code, message) = first_error.unwrap();
@@ -736,34 +718,12 @@ async fn with_a_binary_log_a_full_disk_holds_commits_and_the_deadline_answers() 
     // Space returns: how long until a write succeeds.
     server.free();
     let t0 = Instant::now();
-    let mut attempts = 0;
     let mut lost: Vec<String> = stopped.iter().map(|s| s.0.clone()).collect();
-    loop {
-        attempts += 1;
-        let tag = format!("r-{attempts}");
-        let (a, _) = call(&mut c, &insert(&tag, 500), 2000).await;
-        if a.is_ok() {
-            acked.push(tag);
-            break;
-        }
-        lost.push(tag);
-        assert!(t0.elapsed() < Duration::from_secs(20), "no recovery: {a:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let attempts = until_a_write_succeeds(&mut c, 500, 20, &mut acked, &mut lost).await;
     let recovery = t0.elapsed();
 
     // The table: every acknowledged write once, none of the stopped ones.
-    let tags = server.tags().await;
-    for tag in &acked {
-        assert_eq!(tags.get(tag), Some(&1), "acknowledged {tag}");
-    }
-    for tag in &lost {
-        assert_eq!(
-            tags.get(tag),
-            None,
-            "stopped {tag} is absent from the table"
-        );
-    }
+    once_or_absent(&server, &acked, &lost).await;
     // The binary log (what a replica reads): as the server serves it (SHOW BINLOG EVENTS),
     // and as mariadb-binlog reads it, up to where it breaks if it does.
     let shown: Result<Vec<String>, _> = server
@@ -891,6 +851,50 @@ async fn off_page_until_failure(
 
 /// Space back, and MariaDB restarted if it exited (crash recovery), as a supervisor
 /// would: until a 64 KiB write succeeds through the shim. Prints the times.
+/// Once space is back: writes of `len`-byte rows until one is acknowledged (within
+/// `limit_secs`), each refused one counted lost. How many attempts it took.
+async fn until_a_write_succeeds(
+    c: &mut Client,
+    len: usize,
+    limit_secs: u64,
+    acked: &mut Vec<String>,
+    lost: &mut Vec<String>,
+) -> u32 {
+    let t0 = Instant::now();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let tag = format!("r-{}", acked.len() + lost.len());
+        let (a, _) = call(c, &insert(&tag, len), 2000).await;
+        if a.is_ok() {
+            acked.push(tag);
+            return attempts;
+        }
+        lost.push(tag);
+        assert!(
+            t0.elapsed() < Duration::from_secs(limit_secs),
+            "no recovery: {a:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The table's rows by tag: every acknowledged write there once, no lost one there.
+async fn once_or_absent(
+    server: &Server,
+    acked: &[String],
+    lost: &[String],
+) -> HashMap<String, i64> {
+    let tags = server.tags().await;
+    for tag in acked {
+        assert_eq!(tags.get(tag), Some(&1), "acknowledged {tag}");
+    }
+    for tag in lost {
+        assert_eq!(tags.get(tag), None, "failed or stopped {tag} is absent");
+    }
+    tags
+}
+
 async fn recover(
     server: &mut Server,
     c: &mut Client,
@@ -904,19 +908,7 @@ async fn recover(
     } else {
         None
     };
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let tag = format!("r-{}", acked.len() + lost.len());
-        let (a, _) = call(c, &insert(&tag, 65536), 2000).await;
-        if a.is_ok() {
-            acked.push(tag);
-            break;
-        }
-        lost.push(tag);
-        assert!(t0.elapsed() < Duration::from_secs(30), "no recovery: {a:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let attempts = until_a_write_succeeds(c, 65536, 30, acked, lost).await;
     match restart {
         Some(r) => eprintln!(
             "  space back, MariaDB restarted: it took logins after {}, a write through the shim \
@@ -1027,13 +1019,7 @@ async fn an_off_page_row_on_a_full_disk() {
         recover(&mut server, &mut c, &mut acked, &mut lost).await;
     }
 
-    let tags = server.tags().await;
-    for tag in &acked {
-        assert_eq!(tags.get(tag), Some(&1), "acknowledged {tag}");
-    }
-    for tag in &lost {
-        assert_eq!(tags.get(tag), None, "failed {tag} is absent");
-    }
+    once_or_absent(&server, &acked, &lost).await;
     eprintln!(
         "  rows after: {} acknowledged present once, {} failed absent",
         acked.len(),
