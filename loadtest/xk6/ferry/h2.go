@@ -13,7 +13,8 @@ import (
 )
 
 // h2 is HTTP/2 over TLS 1.3 on one TCP connection, dialled by hand so that the
-// socket can be counted and a fresh connection made for each cold start.
+// socket can be counted and a fresh connection made for each cold start; or, with an
+// http:// url (o.tls nil), h2c: HTTP/2 in the clear with prior knowledge.
 type h2 struct {
 	o   options
 	cnt *wire.Counter
@@ -24,9 +25,11 @@ type h2 struct {
 }
 
 func newH2(o options, cnt *wire.Counter) (*h2, error) {
-	o.tls = o.tls.Clone() // ClientSessionCache is a pointer: still shared, as intended
-	o.tls.NextProtos = []string{"h2"}
-	return &h2{o: o, cnt: cnt, t: &http2.Transport{DisableCompression: true}}, nil
+	if o.tls != nil {
+		o.tls = o.tls.Clone() // ClientSessionCache is a pointer: still shared, as intended
+		o.tls.NextProtos = []string{"h2"}
+	}
+	return &h2{o: o, cnt: cnt, t: &http2.Transport{DisableCompression: true, AllowHTTP: o.tls == nil}}, nil
 }
 
 func (c *h2) connect(r *request) error {
@@ -34,6 +37,15 @@ func (c *h2) connect(r *request) error {
 	raw, err := d.DialContext(r.ctx, "tcp", c.o.addr)
 	if err != nil {
 		return err
+	}
+	if c.o.tls == nil { // h2c
+		cc, err := c.t.NewClientConn(&wire.Conn{Conn: raw, C: c.cnt})
+		if err != nil {
+			raw.Close()
+			return err
+		}
+		c.cc = cc
+		return nil
 	}
 	tc := tls.Client(&wire.Conn{Conn: raw, C: c.cnt}, c.o.tls)
 	if err := tc.HandshakeContext(r.ctx); err != nil {
@@ -69,7 +81,7 @@ func (c *h2) do(r *request) (*result, error) {
 		return nil, err
 	}
 	return &result{status: res.StatusCode, body: body, proto: "h2",
-		resumed: c.tc.ConnectionState().DidResume, coding: res.Header.Get("content-encoding"),
+		resumed: c.tc != nil && c.tc.ConnectionState().DidResume, coding: res.Header.Get("content-encoding"),
 		ctype: res.Header.Get("content-type")}, nil
 }
 

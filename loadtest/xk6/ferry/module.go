@@ -10,6 +10,8 @@
 //	                         session: true,   // send back each answer's session, as the driver does
 //	                         codec: 'zstd',   // Content-Encoding of requests ≥ minBytes (1024) + Accept-Encoding
 //	                         format: 'json'}); // or 'proto' (Connect unary application/proto)
+//	// url 'http://host:port' with proto 'h2': h2c (HTTP/2 without TLS, prior knowledge), for
+//	// plaintext servers such as ps-http-sim (loadtest/pssim.sh)
 //	const r = c.execute('SELECT 1'); // {ms, status, body, proto, resumed, early, encoding, error}
 //
 // Compression (codec.go): the request is compressed and the answer decoded inside the

@@ -12,7 +12,7 @@ import (
 // options of a client, from the script's object.
 type options struct {
 	proto    string // "h2" or "h3"
-	base     string // https://host:port
+	base     string // https://host:port, or http://host:port for h2c (HTTP/2 without TLS, h2 only)
 	addr     string // host:port to dial
 	user     string // Basic auth
 	password string
@@ -25,8 +25,8 @@ type options struct {
 	minBytes int               // requests smaller than this go uncompressed (with codec set)
 	format   string            // "json" (application/json) or "proto" (application/proto)
 	timeout  time.Duration
-	tls      *tls.Config
-	tickets  *tickets // the session cache when resume is on
+	tls      *tls.Config // nil: h2c (an http:// url), prior knowledge, no TLS
+	tickets  *tickets    // the session cache when resume is on
 }
 
 func parseOptions(m map[string]any) (options, error) {
@@ -68,10 +68,18 @@ func parseOptions(m map[string]any) (options, error) {
 		o.timeout = time.Duration(s) * time.Second
 	}
 	u, err := url.Parse(o.base)
-	if err != nil || u.Scheme != "https" || u.Port() == "" {
-		return o, fmt.Errorf("url must be https://host:port, got %q", o.base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Port() == "" {
+		return o, fmt.Errorf("url must be https://host:port (or http://host:port: h2c), got %q", o.base)
 	}
 	o.addr = u.Host
+	if u.Scheme == "http" {
+		// h2c with prior knowledge (a plaintext server such as ps-http-sim): no TLS, so
+		// nothing to resume.
+		if o.proto != "h2" || o.resume {
+			return o, fmt.Errorf("an http:// url (h2c) needs proto h2 and no resume")
+		}
+		return o, nil
+	}
 	o.tls = &tls.Config{MinVersion: tls.VersionTLS13, ServerName: str("serverName", u.Hostname())}
 	if ca := str("ca", ""); ca != "" {
 		pem, err := os.ReadFile(ca)
