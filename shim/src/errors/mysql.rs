@@ -264,9 +264,33 @@ impl SqlError {
     }
 }
 
-/// The message of a statement whose MySQL connection broke under it.
+/// The message of a MySQL connection that broke while the shim used it.
 pub fn lost_connection(e: &impl std::fmt::Display) -> String {
-    format!("lost the MySQL connection: {e}")
+    format!(
+        "lost the MySQL connection: {}",
+        without_repeats(&e.to_string())
+    )
+}
+
+/// The message of a statement whose MySQL connection broke under it, once it was sent:
+/// the database may have applied it or not, and nobody can tell the client which.
+pub fn lost_connection_during_statement(e: &impl std::fmt::Display) -> String {
+    format!(
+        "lost the MySQL connection during the statement, which may or may not have been applied: {}",
+        without_repeats(&e.to_string())
+    )
+}
+
+/// An error's text with a prefix its source repeats said once: mysql_async words an I/O
+/// failure "Input/output error: Input/output error: connection closed".
+fn without_repeats(text: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in text.split(": ") {
+        if parts.last() != Some(&part) {
+            parts.push(part);
+        }
+    }
+    parts.join(": ")
 }
 
 #[cfg(test)]
@@ -281,6 +305,23 @@ mod tests {
         assert_eq!(
             ER_WRONG_ARGUMENTS.message("bad"),
             "bad (errno 1210) (sqlstate HY000)"
+        );
+    }
+
+    #[test]
+    fn a_lost_connection_says_each_cause_once() {
+        assert_eq!(
+            lost_connection(&"Input/output error: Input/output error: connection closed"),
+            "lost the MySQL connection: Input/output error: connection closed"
+        );
+        assert_eq!(
+            lost_connection_during_statement(&"it is gone"),
+            "lost the MySQL connection during the statement, which may or may not have been applied: it is gone"
+        );
+        // Only a part repeated next to itself goes.
+        assert_eq!(
+            lost_connection(&"a: b: a"),
+            "lost the MySQL connection: a: b: a"
         );
     }
 

@@ -22,7 +22,7 @@ use crate::app::App;
 use crate::connect::error::ConnectError;
 use crate::credentials::Credentials;
 use crate::errors::answers::{pin_error, pin_lost};
-use crate::errors::mysql::lost_connection;
+use crate::errors::mysql::lost_connection_during_statement;
 use crate::mysql::cancel;
 use crate::sessions::pins::{retire, Ended, PinState};
 use crate::sessions::seal::Token;
@@ -119,7 +119,10 @@ impl Source {
                     user = creds.user,
                     error = e
                 );
-                Err(ConnectError::new(Code::Unavailable, lost_connection(&e)))
+                Err(ConnectError::new(
+                    Code::Unavailable,
+                    lost_connection_during_statement(&e),
+                ))
             }
             Source::Pinned { token, mut state } => {
                 let Some(e) = e else {
