@@ -40,7 +40,8 @@
 # (the shim's hop to MariaDB, unix socket vs TCP vs TCP + TLS, loadtest/shim-transport.sh: TRANSPORTS, TRANSPORT_*, results transport.md),
 # COST_LARGE_ANSWER=1 (the large SELECT with Rust clients, MySQL+TLS vs HTTP/2 vs HTTP/3, loadtest/large-answer.sh: LARGE_*,
 # results large-answer.md),
-# PSSIM_ADDR (host:port of a running ps-http-sim on the stack's MariaDB: loadtest/pssim.sh, results pssim.md);
+# PSSIM_ADDR (host:port of a running ps-http-sim on the stack's MariaDB: loadtest/pssim.sh, results pssim.md) or
+# PSSIM_BIN (a ps-http-sim binary: started on BENCH_PSSIM_PORT, 28480, against the stack's MariaDB, stopped after);
 # cost.md ends with every goal of issue 30 as a ratio against its floor from the same run.
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
@@ -913,29 +914,38 @@ case "${1:-}" in
     RUN_NICE="${RUN_NICE--10}"
     use_local; shape loopback
     cost_bench
+    # side NAME SCRIPT: one side bench, its table printed; a failure fails the run after the report.
+    failed=""
+    side() {
+      if ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/$2" "$OUT/$1.md" 2> >(tee "$OUT/logs/$1.log" >&2); then
+        cat "$OUT/$1.md"
+      else
+        failed+=" $1"
+      fi
+    }
     # Where Envoy's part goes, and its floor: the shipped config against variants without the
     # access log, without the Ferry filter, with the native filter, and with nothing but the
     # router, over HTTP/2 (h2load) and HTTP/3 (ferry-h3 --load).
-    if [ "${COST_BREAKDOWN:-1}" != 0 ]; then
-      ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/envoy-breakdown.sh" "$OUT/breakdown.md" \
-        2> >(tee "$OUT/logs/breakdown.log" >&2) && cat "$OUT/breakdown.md"
-    fi
+    [ "${COST_BREAKDOWN:-1}" = 0 ] || side breakdown envoy-breakdown.sh
     # The shim's hop to MariaDB: its unix socket vs TCP, straight at two extra shims.
-    if [ "${COST_TRANSPORT:-1}" != 0 ]; then
-      ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/shim-transport.sh" "$OUT/transport.md" \
-        2> >(tee "$OUT/logs/transport.log" >&2) && cat "$OUT/transport.md"
-    fi
+    [ "${COST_TRANSPORT:-1}" = 0 ] || side transport shim-transport.sh
     # The large SELECT with Rust clients that are not the bottleneck: MySQL+TLS, HTTP/2, HTTP/3.
-    if [ "${COST_LARGE_ANSWER:-1}" != 0 ]; then
-      ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/large-answer.sh" "$OUT/large-answer.md" \
-        2> >(tee "$OUT/logs/large-answer.log" >&2) && cat "$OUT/large-answer.md"
+    [ "${COST_LARGE_ANSWER:-1}" = 0 ] || side large-answer large-answer.sh
+    # PlanetScale's simulator beside Ferry, when one runs (PSSIM_ADDR: docs/benchmarks/ps-http-sim.md),
+    # or started here from PSSIM_BIN on BENCH_PSSIM_PORT against the stack's MariaDB.
+    if [ -n "${PSSIM_BIN:-}" ] && [ -z "${PSSIM_ADDR:-}" ]; then
+      export PSSIM_ADDR="127.0.0.1:${BENCH_PSSIM_PORT:-28480}"
+      "$PSSIM_BIN" -listen-addr=127.0.0.1 -listen-port="${PSSIM_ADDR##*:}" -mysql-addr=127.0.0.1 \
+        -mysql-port="$FERRY_MYSQL_PORT" -mysql-dbname="${FERRY_MYSQL_DATABASE:-ferry}" -log-level=warn \
+        >"$OUT/logs/ps-http-sim.log" 2>&1 &
+      pssim_pid=$!
+      trap 'kill "$pssim_pid" 2>/dev/null || true; stack_down' EXIT
+      for _ in $(seq 50); do curl -s -o /dev/null "http://$PSSIM_ADDR/" && break; sleep 0.1; done
+      export PSSIM_PID=$pssim_pid
     fi
-    # PlanetScale's simulator beside Ferry, when one runs (PSSIM_ADDR: docs/benchmarks/ps-http-sim.md).
-    if [ -n "${PSSIM_ADDR:-}" ]; then
-      PSSIM_DIR="$OUT/pssim" ${RUN_NICE:+nice -n "$RUN_NICE"} "$LT/pssim.sh" "$OUT/pssim.md" \
-        2> >(tee "$OUT/logs/pssim.log" >&2) && cat "$OUT/pssim.md"
-    fi
+    [ -z "${PSSIM_ADDR:-}" ] || PSSIM_DIR="$OUT/pssim" side pssim pssim.sh
     cost_report
+    [ -z "$failed" ] || { echo "side bench(es) failed:$failed (see $OUT/logs)" >&2; exit 1; }
     finish || true ;;
   batch)
     prepare batch; use_ns
