@@ -688,7 +688,7 @@ for c, f in ORDER:
           f"{per('envoy')} | {per('shim')} | {per('mysql')} | {per('k6')} | {per('irq')} | {per('other')} | "
           f"{'–' if c == 'mysql' else f'{es:.1f}'} | {r['calls']} | {r['errors']} |")
     if c == "h2" and x is not None:  # k6's Go clients both ways (for reference: the client's figure)
-        refs.append((f"large SELECT over HTTP/2 ÷ MySQL+TLS with k6's Go clients (for reference)",
+        refs.append(("large SELECT over HTTP/2 ÷ MySQL+TLS with k6's Go clients (for reference)",
                      NAME[(c, f)], f"{x:.2f}×", "–"))
 
 # The other goals' figures come from the side benches of the same run (their .json).
@@ -909,7 +909,7 @@ case "${1:-}" in
     replicas_report
     finish || true ;;
   cost)
-    # issue 11: CPU per request of every process and latency, MySQL+TLS vs Ferry's four ways (loopback).
+    # issues 11, 30: CPU per request of every process and latency, MySQL+TLS vs Ferry's four ways (loopback), and every goal against its floor.
     prepare cost
     RUN_NICE="${RUN_NICE--10}"
     use_local; shape loopback

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Where Envoy's CPU per warm `SELECT 1` goes (issue 11, docs/benchmarks/cost.md "Where Envoy's CPU goes"):
 # Envoy variants, each started beside a running stack's shim and MariaDB on ports of its
-# own, driven by h2load (HTTP/2 over TLS 1.3, BREAKDOWN_C connections, one request at a
-# time on each), with the CPU µs per request of that Envoy, the shim and MariaDB (/proc).
+# own, driven by h2load (HTTP/2 over TLS 1.3) and some by ferry-h3 --load (HTTP/3), each
+# BREAKDOWN_C connections of one request at a time, with the CPU µs per request of that
+# Envoy, the shim and MariaDB (/proc).
 #   loadtest/envoy-breakdown.sh [OUT.md]   a stack must be up (scripts/stack.sh, same env);
 #   with OUT.md, OUT.json gets the medians (bench.sh cost's goals read them)
 # Variants, all made from the stack's rendered .run/envoy.yaml:
@@ -131,7 +132,7 @@ measure() {
     load=(h2load -c "$C" -m 1 -d "$body" -H "content-type: $ct" -H "$AUTH"
       "https://$FERRY_HOST:$PORT/psdb.v1alpha1.Database/Execute" -n)
   fi
-  # (the SQL goes last for ferry-h3; h2load takes it as a second URI-less arg: not given)
+  # run N: N requests (ferry-h3 takes the SQL after N)
   run() { if [ "$proto" = h3 ]; then "${load[@]}" "$1" 'SELECT 1'; else "${load[@]}" "$1"; fi; }
   run 2000 >/dev/null 2>&1 # warm: connections, pools, the VM's JIT
   local shim mysql
@@ -154,7 +155,7 @@ PY
 RUNS=()
 for v in $VARIANTS; do
   RUNS+=("$v/h2")
-  [[ " $H3_VARIANTS " == *" $v "* ]] && RUNS+=("$v/h3")
+  if [[ " $H3_VARIANTS " == *" $v "* ]]; then RUNS+=("$v/h3"); fi
 done
 for v in $VARIANTS; do variant "$v"; done
 declare -A runs

@@ -1,4 +1,4 @@
-//! Query Ferry over HTTP/3 from the command line (curl here has no HTTP/3):
+//! Query Ferry over HTTP/3 from the command line (curl here has no HTTP/3), and time it:
 //!   ferry-h3 'SELECT 1'
 //!   ferry-h3 --proto --repeat 10 'SELECT * FROM large'
 //! Uses FERRY_HOST/FERRY_PORT/FERRY_RUN_DIR (CA) and FERRY_MYSQL_USER/PASSWORD
@@ -9,7 +9,7 @@
 //! `--mysql --repeat N` makes the same timed calls with the MySQL protocol over TLS 1.3
 //! (mysql_async, rustls, the dev CA) straight to MariaDB at FERRY_MYSQL_PORT, every row
 //! read: the baseline for the large answer from a client of the same kind
-//! (loadtest/quic-large.sh).
+//! (loadtest/large-answer.sh).
 //! `--load C N` is a closed-loop load: C connections, each one call at a time (after one
 //! warm-up call each), N calls in all; prints h2load's summary lines ("finished in …,
 //! … req/s", "status codes: … 2xx"), so `loadtest/envoy-breakdown.sh` reads both alike.
