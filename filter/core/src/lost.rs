@@ -18,6 +18,9 @@
 //! shim went away after the request may have reached it, a COMMIT (or, outside a
 //! transaction, any statement but a plain read) gets `unknown` "may or may not have
 //! been committed" instead, in the same shapes.
+//! A pinned statement that runs past Envoy's route timeout is lost the same way: Envoy
+//! answers 504 and resets the stream, the shim stops the statement and ends the pin
+//! (the client went away); its messages name the timeout instead of a shim gone.
 
 use ferry_proto::psdb::v1alpha1::{
     CloseSessionRequest, CloseSessionResponse, ExecuteRequest, ExecuteResponse, PrepareRequest,
@@ -104,6 +107,15 @@ impl EnvoyAnswer {
         }
     }
 
+    /// Envoy's route timeout ended the request (UT, `upstream_response_timeout`).
+    pub fn timed_out(&self) -> bool {
+        self.flags & flag::UPSTREAM_TIMEOUT != 0
+            || self
+                .details
+                .as_deref()
+                .is_some_and(|d| d.starts_with("upstream_response_timeout"))
+    }
+
     /// Envoy's jwt_authn refused the request's token (`jwt_authn_access_denied{...}`).
     pub fn is_token_refusal(&self) -> bool {
         self.details
@@ -120,6 +132,11 @@ pub const NOT_APPLIED: &str =
 /// The message of a read no database answered (after Envoy's retries).
 /// The message of a pinned statement that may have committed when its shim went away.
 pub const UNKNOWN_COMMIT: &str = "the shim holding this session went away while this statement ran: it may or may not have been committed; the session's connection is gone (check, then start a new transaction)";
+/// The message of a pinned statement that ran past Envoy's route timeout and may have
+/// committed.
+pub const TIMED_OUT_COMMIT: &str = "this statement ran past the gateway's route timeout and was stopped: it may or may not have been committed; the session's connection is gone (check, then start a new transaction)";
+/// The message of a pinned statement that ran past Envoy's route timeout.
+pub const TIMED_OUT: &str = "transaction lost, rolled back: this statement ran past the gateway's route timeout and was stopped";
 pub const READ_FAILED: &str =
     "the gateway could not get this read answered by any database (retried where safe): nothing was changed";
 
@@ -148,6 +165,8 @@ pub enum Pinned {
         may_commit: bool,
         /// Its shim went away after it may have received it ([`Pinned::unknown`]).
         outcome_unknown: bool,
+        /// Envoy's route timeout ended it ([`Pinned::timed_out`]).
+        timed_out: bool,
     },
     Prepare {
         session: Option<Box<Session>>,
@@ -179,6 +198,7 @@ impl Pinned {
                     plain_rollback: is_plain_rollback(&r.query),
                     may_commit,
                     outcome_unknown: false,
+                    timed_out: false,
                     session: r.session.map(Box::new),
                 })
             }
@@ -217,9 +237,27 @@ impl Pinned {
         match self {
             Pinned::Execute {
                 outcome_unknown: true,
+                timed_out,
                 ..
-            } => (Code::Unknown, UNKNOWN_COMMIT),
+            } => (
+                Code::Unknown,
+                if *timed_out {
+                    TIMED_OUT_COMMIT
+                } else {
+                    UNKNOWN_COMMIT
+                },
+            ),
+            Pinned::Execute {
+                timed_out: true, ..
+            } => (Code::Aborted, TIMED_OUT),
             _ => (Code::Aborted, affinity::LOST),
+        }
+    }
+
+    /// Envoy's route timeout ended the request (an Execute's messages say so).
+    pub fn timed_out(&mut self) {
+        if let Pinned::Execute { timed_out, .. } = self {
+            *timed_out = true;
         }
     }
 
@@ -251,26 +289,23 @@ impl Pinned {
                 ..Default::default()
             }
             .encode_to_vec(),
-            Pinned::Execute {
-                session,
-                outcome_unknown,
-                ..
-            } => ExecuteResponse {
-                session: session.as_deref().cloned(),
-                error: Some(if *outcome_unknown {
-                    RpcError {
-                        message: UNKNOWN_COMMIT.to_owned(),
-                        code: VtCode::Unknown as i32,
-                    }
+            Pinned::Execute { session, .. } => {
+                let (code, message) = self.error();
+                let code = if code == Code::Unknown {
+                    VtCode::Unknown
                 } else {
-                    RpcError {
-                        message: affinity::LOST.to_owned(),
-                        code: VtCode::Aborted as i32,
-                    }
-                }),
-                ..Default::default()
+                    VtCode::Aborted
+                };
+                ExecuteResponse {
+                    session: session.as_deref().cloned(),
+                    error: Some(RpcError {
+                        message: message.to_owned(),
+                        code: code as i32,
+                    }),
+                    ..Default::default()
+                }
+                .encode_to_vec()
             }
-            .encode_to_vec(),
         }
     }
 }
@@ -313,6 +348,64 @@ mod tests {
         let r = ExecuteResponse::decode(p.answer().as_slice()).unwrap();
         assert_eq!(r.session.unwrap().signature, vec![1, 2, 3], "{query}");
         r.error.unwrap()
+    }
+
+    #[test]
+    fn past_the_route_timeout_the_messages_name_it() {
+        let envoy = |flags, details: &str| EnvoyAnswer {
+            flags,
+            details: Some(details.into()),
+        };
+        assert!(envoy(0x4, "upstream_response_timeout").timed_out());
+        assert!(envoy(0, "upstream_response_timeout").timed_out());
+        assert!(!envoy(
+            0x40,
+            "upstream_reset_before_response_started{connection_termination}"
+        )
+        .timed_out());
+        for (query, in_tx, expected) in [
+            ("COMMIT", true, (VtCode::Unknown, TIMED_OUT_COMMIT)),
+            (
+                "INSERT INTO t VALUES (1)",
+                true,
+                (VtCode::Aborted, TIMED_OUT),
+            ),
+        ] {
+            let message = ExecuteRequest {
+                query: query.into(),
+                session: Some(Session {
+                    signature: vec![1, 2, 3],
+                    vitess_session: Some(vtgate::Session {
+                        in_transaction: in_tx,
+                        ..Default::default()
+                    }),
+                }),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            let mut p = Pinned::from_request("Execute", &message).unwrap();
+            p.unknown(Some(Reached::Maybe));
+            p.timed_out();
+            let e = ExecuteResponse::decode(p.answer().as_slice())
+                .unwrap()
+                .error
+                .unwrap();
+            assert_eq!((e.code(), e.message.as_str()), expected, "{query}");
+            let code = if expected.0 == VtCode::Unknown {
+                Code::Unknown
+            } else {
+                Code::Aborted
+            };
+            assert_eq!(p.error(), (code, expected.1), "{query}");
+        }
+        // Prepare and CloseSession keep their answers.
+        let mut p = Pinned::from_request(
+            "CloseSession",
+            &CloseSessionRequest::default().encode_to_vec(),
+        )
+        .unwrap();
+        p.timed_out();
+        assert_eq!(p.error(), (Code::Aborted, affinity::LOST));
     }
 
     #[test]

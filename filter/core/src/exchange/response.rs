@@ -94,15 +94,21 @@ impl Call {
             .unwrap_or_default();
         let client = self.client;
         let declared = content_length(head.content_length.as_deref());
+        // A pinned request no shim answered: Envoy's "no upstream", or Envoy naming an
+        // upstream failure (a reset, its route timeout): the shim ends the pin of a
+        // stream that goes away, so the transaction is lost either way.
         let lost = self.pinned
-            && affinity::is_lost(
+            && (affinity::is_lost(
                 status,
                 head.shim_instance.as_deref(),
                 head.grpc_status.as_deref(),
-            );
+            ) || (head.shim_instance.is_none() && head.envoy.reached().is_some()));
         if lost {
             if let Some(pinned) = self.lost.as_mut() {
                 pinned.unknown(head.envoy.reached());
+                if head.envoy.timed_out() {
+                    pinned.timed_out();
+                }
             }
         }
         let flow = match self.response_flow(status, media, declared, settings) {

@@ -299,6 +299,58 @@ fn a_pinned_write_whose_shim_went_away_mid_call_is_unknown() {
 }
 
 #[test]
+fn a_pinned_statement_past_envoys_route_timeout_is_a_lost_transaction() {
+    // Envoy's 504 "upstream request timeout" (UT): it reset the stream, and the shim
+    // stopped the statement and ended the pin. The INSERT (autocommit, proto) may have
+    // been applied: unknown; the SELECT (JSON): rolled back. Before, both were
+    // `unavailable` "upstream answered HTTP 504", the session's loss unsaid.
+    let timeout = ResponseHead {
+        status: Some("504".into()),
+        content_type: Some("text/plain".into()),
+        content_length: Some("24".into()),
+        envoy: crate::lost::EnvoyAnswer {
+            flags: 0x4,
+            details: Some("upstream_response_timeout".into()),
+        },
+        ..ResponseHead::default()
+    };
+    for (ct, code, message) in [
+        ("application/proto", 2, crate::lost::TIMED_OUT_COMMIT),
+        ("application/json", 10, crate::lost::TIMED_OUT),
+    ] {
+        let mut ex = pinned(ct);
+        let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&timeout, false) else {
+            panic!("forward")
+        };
+        assert_eq!(edits.get(":status"), Some("200"), "{ct}");
+        let ResponseBodyStep::Finish(edit) = ex.on_response_body(24, true) else {
+            panic!("finish")
+        };
+        let answer: ExecuteResponse = if ct == "application/json" {
+            serde_json::from_slice(replaced(&edit)).unwrap()
+        } else {
+            ExecuteResponse::decode(replaced(&edit)).unwrap()
+        };
+        let e = answer.error.expect("an error");
+        assert_eq!((e.code, e.message.as_str()), (code, message), "{ct}");
+        assert_eq!(
+            answer.session.expect("session").signature,
+            pinned_session("127.0.0.1:18084").signature,
+            "{ct}: the session the client sent"
+        );
+    }
+    let mut ex = pinned("application/grpc");
+    assert!(matches!(
+        ex.on_response_headers(&timeout, false),
+        ResponseHeadersStep::Forward(_)
+    ));
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(24, true) else {
+        panic!("finish")
+    };
+    assert_eq!(edit.trailers[0], ("grpc-status", "2".to_owned()));
+}
+
+#[test]
 fn a_shims_own_answers_and_unpinned_503s_are_not_lost_transactions() {
     // The shim's 503 (it names its instance) passes as usual.
     let mut ex = pinned("application/json");
