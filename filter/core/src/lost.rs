@@ -291,16 +291,12 @@ impl Pinned {
             .encode_to_vec(),
             Pinned::Execute { session, .. } => {
                 let (code, message) = self.error();
-                let code = if code == Code::Unknown {
-                    VtCode::Unknown
-                } else {
-                    VtCode::Aborted
-                };
                 ExecuteResponse {
                     session: session.as_deref().cloned(),
                     error: Some(RpcError {
                         message: message.to_owned(),
-                        code: code as i32,
+                        // vtrpc's codes are gRPC's numbers.
+                        code: code.grpc() as i32,
                     }),
                     ..Default::default()
                 }
@@ -329,8 +325,8 @@ mod tests {
         .encode_to_vec()
     }
 
-    /// The error an Execute of `query` gets when its shim is lost (`reached`).
-    fn lost_with(query: &str, in_transaction: bool, reached: Option<Reached>) -> RpcError {
+    /// A pinned Execute of `query` whose shim is lost (`reached`).
+    fn pinned_with(query: &str, in_transaction: bool, reached: Option<Reached>) -> Pinned {
         let message = ExecuteRequest {
             query: query.into(),
             session: Some(Session {
@@ -345,6 +341,12 @@ mod tests {
         .encode_to_vec();
         let mut p = Pinned::from_request("Execute", &message).unwrap();
         p.unknown(reached);
+        p
+    }
+
+    /// The error an Execute of `query` gets when its shim is lost (`reached`).
+    fn lost_with(query: &str, in_transaction: bool, reached: Option<Reached>) -> RpcError {
+        let p = pinned_with(query, in_transaction, reached);
         let r = ExecuteResponse::decode(p.answer().as_slice()).unwrap();
         assert_eq!(r.session.unwrap().signature, vec![1, 2, 3], "{query}");
         r.error.unwrap()
@@ -371,20 +373,7 @@ mod tests {
                 (VtCode::Aborted, TIMED_OUT),
             ),
         ] {
-            let message = ExecuteRequest {
-                query: query.into(),
-                session: Some(Session {
-                    signature: vec![1, 2, 3],
-                    vitess_session: Some(vtgate::Session {
-                        in_transaction: in_tx,
-                        ..Default::default()
-                    }),
-                }),
-                ..Default::default()
-            }
-            .encode_to_vec();
-            let mut p = Pinned::from_request("Execute", &message).unwrap();
-            p.unknown(Some(Reached::Maybe));
+            let mut p = pinned_with(query, in_tx, Some(Reached::Maybe));
             p.timed_out();
             let e = ExecuteResponse::decode(p.answer().as_slice())
                 .unwrap()

@@ -173,29 +173,39 @@ fn envoy_503() -> ResponseHead {
     }
 }
 
+/// A pinned Execute in `content_type` answered by Envoy's `head` (no shim): its headers
+/// go on as a 200, the body Envoy sends is discarded, and the lost-pin answer replaces it.
+fn lost_execute(
+    head: &ResponseHead,
+    content_type: &str,
+    body_len: usize,
+) -> (HeaderEdits, ExecuteResponse) {
+    let mut ex = pinned(content_type);
+    let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(head, false) else {
+        panic!("forward")
+    };
+    assert_eq!(edits.get(":status"), Some("200"), "{content_type}");
+    assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
+    let ResponseBodyStep::Finish(edit) = ex.on_response_body(body_len, true) else {
+        panic!("finish")
+    };
+    let answer = if content_type == "application/json" {
+        serde_json::from_slice(replaced(&edit)).unwrap()
+    } else {
+        ExecuteResponse::decode(replaced(&edit)).unwrap()
+    };
+    (edits, answer)
+}
+
 #[test]
 fn envoys_503_to_a_pinned_request_is_a_lost_transaction() {
     let lost = "transaction lost, rolled back: the shim holding this session is unavailable";
     // Connect: the RPC's own answer, as a shim gives it for a lost pin (lost.rs):
     // 200, error ABORTED, and the same session, so later statements fail too.
     for ct in ["application/proto", "application/json"] {
-        let mut ex = pinned(ct);
-        let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&envoy_503(), false)
-        else {
-            panic!("forward")
-        };
-        assert_eq!(edits.get(":status"), Some("200"));
+        let (edits, answer) = lost_execute(&envoy_503(), ct, 19);
         assert_eq!(edits.get("content-type"), Some(ct));
         assert!(edits.remove.contains(&"x-ferry-host"));
-        assert_eq!(ex.on_response_body(10, false), ResponseBodyStep::Discard);
-        let ResponseBodyStep::Finish(edit) = ex.on_response_body(19, true) else {
-            panic!("finish")
-        };
-        let answer: ExecuteResponse = if ct == "application/json" {
-            serde_json::from_slice(replaced(&edit)).unwrap()
-        } else {
-            ExecuteResponse::decode(replaced(&edit)).unwrap()
-        };
         let e = answer.error.expect("an error");
         assert_eq!((e.code, e.message.as_str()), (10, lost), "{ct}");
         assert!(answer.result.is_none(), "{ct}");
@@ -318,19 +328,7 @@ fn a_pinned_statement_past_envoys_route_timeout_is_a_lost_transaction() {
         ("application/proto", 2, crate::lost::TIMED_OUT_COMMIT),
         ("application/json", 10, crate::lost::TIMED_OUT),
     ] {
-        let mut ex = pinned(ct);
-        let ResponseHeadersStep::Forward(edits) = ex.on_response_headers(&timeout, false) else {
-            panic!("forward")
-        };
-        assert_eq!(edits.get(":status"), Some("200"), "{ct}");
-        let ResponseBodyStep::Finish(edit) = ex.on_response_body(24, true) else {
-            panic!("finish")
-        };
-        let answer: ExecuteResponse = if ct == "application/json" {
-            serde_json::from_slice(replaced(&edit)).unwrap()
-        } else {
-            ExecuteResponse::decode(replaced(&edit)).unwrap()
-        };
+        let (_, answer) = lost_execute(&timeout, ct, 24);
         let e = answer.error.expect("an error");
         assert_eq!((e.code, e.message.as_str()), (code, message), "{ct}");
         assert_eq!(
