@@ -34,6 +34,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 source "$LT/../scripts/env.sh"
+source "$LT/lib/cpu.sh" # ticks
 command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-client; scripts/install.sh does)" >&2; exit 2; }
 OUT_MD="${1:-/dev/stdout}"
 N="${BREAKDOWN_N:-20000}" C="${BREAKDOWN_C:-16}" ROUNDS="${BREAKDOWN_ROUNDS:-3}"
@@ -111,8 +112,6 @@ for listener in doc["static_resources"]["listeners"]:
 yaml.safe_dump(doc, open(dst, "w"), sort_keys=False)
 PY
 }
-
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
 # measure NAME PROTO: one load run against that variant over HTTP/2 (h2load) or HTTP/3
 # (ferry-h3 --load, quinn: h2load here has no QUIC); prints "qps envoy shim mysql" (µs/request).

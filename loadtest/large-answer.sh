@@ -18,6 +18,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 source "$LT/../scripts/env.sh"
+source "$LT/lib/cpu.sh" # ticks
 OUT_MD="${1:-/dev/stdout}"
 N="${LARGE_N:-10}" ROUNDS="${LARGE_ROUNDS:-3}" Q="${LARGE_QUERY:-SELECT * FROM large}"
 TOOL="${FERRY_H3_BIN:-$LT/../target/release/ferry-h3}" # (bench.sh smoke: the e2e tests' debug build)
@@ -27,7 +28,6 @@ for p in envoy mysql; do
 done
 ENVOY_PID=$(cat "$FERRY_RUN_DIR/pids/envoy.pid") MYSQL_PID=$(cat "$FERRY_RUN_DIR/pids/mysql.pid")
 
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 rcvbuf_errors() { awk '/^Udp:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "RcvbufErrors") c = i; h = 1 } else print $c }' /proc/net/snmp; }
 
 # measure WAY [FORMAT]: prints "p50_ms envoy_ms_per_call mariadb_ms_per_call rcvbuf_errors".

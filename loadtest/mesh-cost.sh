@@ -30,6 +30,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$LT")"
+source "$LT/lib/cpu.sh" # ticks
 command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-client; scripts/install.sh does)" >&2; exit 2; }
 
 # --- this benchmark's own stack (every port of scripts/env.sh that it uses, none shared) ---
@@ -125,8 +126,6 @@ if [[ " ${FORMS[*]} " == *" envoy-gateway "* ]]; then
       "https://127.0.0.1:$FERRY_WASM_HTTPS_PORT/ferry_filter.wasm" >/dev/null 2>&1 && break; sleep 0.1
   done
 fi
-
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
 # h2 FORMAT CONNS N [LOG]: h2load, one request at a time on each connection.
 h2() {

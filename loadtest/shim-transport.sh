@@ -15,6 +15,7 @@
 set -euo pipefail
 LT="$(cd "$(dirname "$0")" && pwd)"
 source "$LT/../scripts/env.sh"
+source "$LT/lib/cpu.sh" # ticks
 command -v h2load >/dev/null || { echo "h2load is missing (apt install nghttp2-client; scripts/install.sh does)" >&2; exit 2; }
 OUT_MD="${1:-/dev/stdout}"
 N="${TRANSPORT_N:-20000}" C="${TRANSPORT_C:-16}" ROUNDS="${TRANSPORT_ROUNDS:-4}"
@@ -67,8 +68,6 @@ for t in "${TRANSPORTS[@]}"; do
   for _ in $(seq 100); do curl -sf --http2-prior-knowledge -o /dev/null "http://127.0.0.1:${PORT[$t]}/healthz" && break; sleep 0.1; done
 done
 grep -h "msg=listening" "$DIR"/shim-*.log | sed 's/^/  /' >&2
-
-ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 
 # measure TRANSPORT BODY CONNECTIONS REQUESTS: prints "req/s mean_ms shim_us mysql_us" per request.
 measure() {

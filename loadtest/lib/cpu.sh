@@ -1,4 +1,8 @@
-# CPU per call, sourced by the benchmarks (bench.sh, vitess.sh).
+# CPU per call, sourced by the benchmarks (bench.sh, vitess.sh, pssim.sh, and the side benches).
+#
+# ticks PID: utime + stime of that process (all threads), in clock ticks.
+ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+
 #
 # CPU_PIDS="envoy:PID shim:PID mysql:PID": cpu_snap prints "name:ticks ..." (utime + stime of
 # the whole process, all threads); PID "all" = the whole host's busy time, every core
@@ -13,7 +17,7 @@ cpu_snap() {
       irq) printf '%s:%s ' "${np%%:*}" "$(awk '$1 == "cpu" { print $7 + $8; exit }' /proc/stat)"
         continue ;;
     esac
-    printf '%s:%s ' "${np%%:*}" "$(sed 's/^.*) //' "/proc/${np#*:}/stat" | awk '{ print $12 + $13 }')"
+    printf '%s:%s ' "${np%%:*}" "$(ticks "${np#*:}")"
   done
 }
 
