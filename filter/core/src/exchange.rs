@@ -364,6 +364,8 @@ struct Call {
     /// The client is too near for compression to pay ([`distance`]): its answer goes
     /// uncompressed, and Envoy's compressor is told so (`no-transform`).
     near: bool,
+    /// The client's `grpc-timeout`, in milliseconds: sent on as `connect-timeout-ms`.
+    deadline_ms: Option<u64>,
     /// A gRPC request Envoy's grpc_web filter (in front of this one) converted from
     /// gRPC-Web, asking for a text answer: that filter encodes our answer after us, and
     /// stops on every chunk without a whole frame, after which it lets trailers we add
@@ -490,11 +492,7 @@ impl Exchange {
             ],
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
-        if let Some(ms) = head
-            .grpc_timeout
-            .as_deref()
-            .and_then(request::grpc_timeout_ms)
-        {
+        if let Some(ms) = call.deadline_ms {
             edits.set.push(("connect-timeout-ms", ms.to_string()));
         }
         // Connect proto is already canonical and streams, unless it is compressed or
@@ -631,7 +629,12 @@ impl Exchange {
         if let Some(declared) = content_length(head.content_length.as_deref()) {
             self.limits().check_request(declared).map_err(reject)?;
         }
+        let deadline_ms = match head.grpc_timeout.as_deref() {
+            None => None,
+            Some(value) => Some(request::grpc_timeout_ms(value).map_err(reject)?),
+        };
         let mut call = Call::new(rpc, client, RequestFlow::Done);
+        call.deadline_ms = deadline_ms;
         call.request_encoding = request_encoding;
         call.answer_encoding = answer_encoding;
         call.envoy_encoding = envoy_encoding;
@@ -1181,6 +1184,7 @@ impl Call {
             answer_encoding: Encoding::Identity,
             envoy_encoding: None,
             near: false,
+            deadline_ms: None,
             behind_web_text: false,
             replay_check: None,
             hold: false,

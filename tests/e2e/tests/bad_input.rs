@@ -321,6 +321,23 @@ async fn grpc_deadline_is_enforced() {
         took < std::time::Duration::from_secs(2),
         "answered after {took:?}"
     );
+    // A deadline the gateway cannot read is refused, not dropped: the call would run
+    // without the bound its client set. Nothing runs.
+    let marker = unique("badtimeout");
+    let msg = ExecuteRequest {
+        query: format!("SELECT SLEEP(3), '{marker}'"),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut h = h;
+    h[2] = ("grpc-timeout", "1.5S");
+    let a = h3.post(EXECUTE, &h, grpc_frame(&msg).into()).await.unwrap();
+    assert_grpc_error(&a, 3, "a malformed grpc-timeout");
+    assert_eq!(
+        a.grpc_status().unwrap().1,
+        "grpc-timeout must be 1 to 8 digits and a unit (H, M, S, m, u or n), got \"1.5S\""
+    );
+    assert_eq!(running(&marker), 0, "nothing ran");
     still_serving().await;
 }
 

@@ -102,9 +102,22 @@ pub(super) fn wrong_kind(rpc: &Rpc, client: Client) -> Rejection {
 }
 
 /// A `grpc-timeout` value (`<1-8 digits><H|M|S|m|u|n>`) in whole milliseconds,
-/// rounded up so a deadline is never shortened to zero.
-pub(super) fn grpc_timeout_ms(value: &str) -> Option<u64> {
-    let value = value.trim();
+/// rounded up so a deadline is never shortened to zero. A value that is not one is
+/// refused, as a malformed `connect-timeout-ms` is: dropping it would run the call
+/// without the deadline its client set.
+pub(super) fn grpc_timeout_ms(value: &str) -> Result<u64, Rejection> {
+    parse_grpc_timeout(value.trim()).ok_or_else(|| {
+        Rejection::new(
+            Code::InvalidArgument,
+            format!(
+                "grpc-timeout must be 1 to 8 digits and a unit (H, M, S, m, u or n), got {:?}",
+                truncated(value, 32)
+            ),
+        )
+    })
+}
+
+fn parse_grpc_timeout(value: &str) -> Option<u64> {
     let unit = value.chars().last()?;
     let digits = value.get(..value.len().saturating_sub(1))?;
     if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -123,20 +136,42 @@ pub(super) fn grpc_timeout_ms(value: &str) -> Option<u64> {
     Some(n.checked_mul(nanos_per_unit)?.div_ceil(1_000_000))
 }
 
+/// At most `max` characters of `value`, marked when cut.
+fn truncated(value: &str, max: usize) -> String {
+    match value.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", value.get(..at).unwrap_or_default()),
+        None => value.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn grpc_timeouts() {
-        assert_eq!(grpc_timeout_ms("500m"), Some(500));
-        assert_eq!(grpc_timeout_ms("2S"), Some(2000));
-        assert_eq!(grpc_timeout_ms("1H"), Some(3_600_000));
-        assert_eq!(grpc_timeout_ms("1500u"), Some(2));
-        assert_eq!(grpc_timeout_ms("1n"), Some(1));
-        assert_eq!(grpc_timeout_ms("0m"), Some(0));
-        for bad in ["", "m", "12", "123456789S", "1x", "-1S", "1.5S"] {
-            assert_eq!(grpc_timeout_ms(bad), None, "{bad}");
+        let ok = |v: &str| grpc_timeout_ms(v).ok();
+        assert_eq!(ok("500m"), Some(500));
+        assert_eq!(ok("2S"), Some(2000));
+        assert_eq!(ok("1H"), Some(3_600_000));
+        assert_eq!(ok("1500u"), Some(2));
+        assert_eq!(ok("1n"), Some(1));
+        assert_eq!(ok("0m"), Some(0));
+        assert_eq!(ok(" 5S "), Some(5000));
+        for bad in ["", "m", "12", "123456789S", "1x", "-1S", "1.5S", "1é"] {
+            let refused = grpc_timeout_ms(bad).err().unwrap();
+            assert_eq!(refused.code, Code::InvalidArgument, "{bad}");
+            assert_eq!(
+                refused.message,
+                format!("grpc-timeout must be 1 to 8 digits and a unit (H, M, S, m, u or n), got {bad:?}")
+            );
         }
+        let long = grpc_timeout_ms(&"9".repeat(100)).err().unwrap();
+        assert!(
+            long.message
+                .ends_with(&format!("got \"{}…\"", "9".repeat(32))),
+            "{}",
+            long.message
+        );
     }
 }

@@ -279,6 +279,23 @@ fn request_trailers_end_a_kept_body() {
 // ----- request: refusals -----
 
 #[test]
+fn grpc_timeout_becomes_the_shims_deadline_and_a_malformed_one_is_refused() {
+    let mut h = head(EXECUTE, "application/grpc");
+    h.grpc_timeout = Some("1500u".into());
+    let (_, step) = start(&h);
+    let (RequestHeadersStep::Forward(edits) | RequestHeadersStep::Hold(edits)) = step else {
+        panic!("{step:?}")
+    };
+    assert_eq!(edits.get("connect-timeout-ms"), Some("2"), "rounded up");
+    for bad in ["1.5S", "300", "123456789m"] {
+        h.grpc_timeout = Some(bad.into());
+        let (status, message) = grpc_error(&reply_of_headers(&h));
+        assert_eq!(status, 3, "{bad}");
+        assert!(message.starts_with("grpc-timeout must be"), "{message}");
+    }
+}
+
+#[test]
 fn unknown_paths_are_unimplemented_404() {
     for path in ["/psdb.v1alpha1.Database/Nope", "/nope"] {
         let (status, code, message) =
