@@ -116,15 +116,24 @@ pub fn capture_sql(assigned: &Assigned, flavour: Flavour) -> String {
     format!("SELECT {}", items.join(", "))
 }
 
-/// Stores the captured values in `session`. `Err`: the state would pass `max_bytes`
-/// (the session is left as it was).
+/// Why the state a statement assigned was not kept (the session is left as it was).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unkept {
+    /// It would pass `max_bytes`: the client's to shrink.
+    TooLarge(String),
+    /// The server's answer to the read-back had fewer values than were asked for: a
+    /// fault of the gateway or the server, not of the client.
+    Unreadable,
+}
+
+/// Stores the captured values in `session`; `Err` says why nothing was kept.
 pub fn store(
     session: &mut vtgate::Session,
     assigned: &Assigned,
     columns: &[Column],
     values: &[Value],
     max_bytes: usize,
-) -> Result<(), String> {
+) -> Result<(), Unkept> {
     let mut next = session.clone();
     let mut at = 0;
     for name in &assigned.user {
@@ -134,7 +143,7 @@ pub fn store(
             values.get(at + 1),
             values.get(at + 2),
         ) else {
-            return Err("the session state could not be read back".into());
+            return Err(Unkept::Unreadable);
         };
         next.user_defined_variables
             .insert(name.clone(), user_value(col, value, bytes, text));
@@ -142,7 +151,7 @@ pub fn store(
     }
     for name in &assigned.system {
         let Some(value) = values.get(at) else {
-            return Err("the session state could not be read back".into());
+            return Err(Unkept::Unreadable);
         };
         next.system_variables
             .insert((*name).to_owned(), system_literal(value));
@@ -150,9 +159,9 @@ pub fn store(
     }
     let size = state_bytes(&next);
     if size > max_bytes {
-        return Err(format!(
+        return Err(Unkept::TooLarge(format!(
             "the session's variables and settings would take {size} bytes, more than {max_bytes} (FERRY_SESSION_STATE_MAX_BYTES); nothing was kept"
-        ));
+        )));
     }
     *session = next;
     Ok(())
@@ -322,6 +331,42 @@ mod tests {
         // A number that is not one never reaches SQL.
         assert_eq!(user_literal(&bind(Type::Int64, b"1; DROP TABLE t")), None);
         assert_eq!(user_literal(&bind(Type::Float64, b"1e0)")), None);
+    }
+
+    #[test]
+    fn state_that_is_not_kept_leaves_the_session_as_it_was() {
+        let mut s = vtgate::Session::default();
+        s.system_variables
+            .insert("time_zone".into(), "'+00:00'".into());
+        let before = s.clone();
+
+        let assigned = Assigned {
+            user: vec!["a".into()],
+            system: Vec::new(),
+        };
+        // Fewer values than asked for: the server's fault or ours, not the client's.
+        assert_eq!(
+            store(&mut s, &assigned, &[], &[], 16384),
+            Err(Unkept::Unreadable)
+        );
+        let assigned = Assigned {
+            user: Vec::new(),
+            system: vec!["sql_mode"],
+        };
+        assert_eq!(
+            store(&mut s, &assigned, &[], &[], 16384),
+            Err(Unkept::Unreadable)
+        );
+        assert_eq!(s, before);
+        // Past the limit: the client's to shrink.
+        let big = Value::Bytes(vec![b'A'; 100]);
+        assert!(matches!(
+            store(&mut s, &assigned, &[], std::slice::from_ref(&big), 64),
+            Err(Unkept::TooLarge(m)) if m.contains("FERRY_SESSION_STATE_MAX_BYTES")
+        ));
+        assert_eq!(s, before);
+        assert_eq!(store(&mut s, &assigned, &[], &[big], 16384), Ok(()));
+        assert!(s.system_variables.contains_key("sql_mode"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::source::Left;
 use crate::errors::answers::{rpc_error, sql_error, too_large};
 use crate::rows::answer::Answer;
 use crate::rows::result::{EncodedRows, Overflow, ResultLimits};
+use crate::sessions::state::Unkept;
 use ferry_proto::psdb::v1alpha1::ExecuteResponse;
 use ferry_proto::vitess::query::QueryResult;
 use ferry_proto::vitess::vtrpc::Code;
@@ -19,9 +20,12 @@ pub enum Finished {
     Unsupported(&'static str),
     /// The bound statement and its parameters did not fit (see types/bind.rs).
     Invalid(String),
-    /// The state the statement assigned would pass the session's limit.
-    StateTooLarge(String),
+    /// The state the statement assigned was not kept (sessions/state.rs).
+    StateUnkept(Unkept),
 }
+
+/// The answer to [`Unkept::Unreadable`].
+const UNREADABLE: &str = "the statement ran, but the session state it set could not be read back from the server; the session keeps its state as it was";
 
 pub fn respond(
     out: &SessionOut<'_>,
@@ -41,7 +45,12 @@ pub fn respond(
         Finished::TooLarge(overflow) => (None, Some(too_large(overflow, limits))),
         Finished::Unsupported(msg) => (None, Some(rpc_error(Code::Unimplemented, msg))),
         Finished::Invalid(msg) => (None, Some(rpc_error(Code::InvalidArgument, msg))),
-        Finished::StateTooLarge(msg) => (None, Some(rpc_error(Code::ResourceExhausted, msg))),
+        Finished::StateUnkept(Unkept::TooLarge(msg)) => {
+            (None, Some(rpc_error(Code::ResourceExhausted, msg)))
+        }
+        Finished::StateUnkept(Unkept::Unreadable) => {
+            (None, Some(rpc_error(Code::Internal, UNREADABLE)))
+        }
     };
     let session = out.seal(pinned, left.in_txn, left.autocommit, result.as_ref());
     Answer {

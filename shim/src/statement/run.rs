@@ -127,7 +127,7 @@ pub async fn run(
                 _ => None,
             };
             match stored {
-                Some(too_much) => (Finished::StateTooLarge(too_much), status),
+                Some(unkept) => (Finished::StateUnkept(unkept), status),
                 None => (finished, status),
             }
         }
