@@ -194,6 +194,17 @@ impl Query {
     }
 }
 
+/// A statement the gateway answers itself (a counter, `SET query_timeout`, the
+/// workload) still needs a credential MySQL has taken: one whose pool is admitted
+/// costs nothing more; another logs in first, as its statement would have, so a wrong
+/// password gets the same 401 as everywhere else, never an answer.
+async fn admitted(app: &App, creds: &Credentials) -> Result<(), ConnectError> {
+    if app.pools.idle(creds).is_some() {
+        return Ok(());
+    }
+    app.pools.conn(creds).await.map(drop)
+}
+
 /// Verifies the session and gets the statement its connection. Connect
 /// errors (no connection: 401, 429, 503) come before anything ran. `stream`:
 /// StreamExecute's.
@@ -247,11 +258,13 @@ pub async fn start_opening(
     let pinned = token.as_ref().is_some_and(|t| t.pinned);
     if params.is_none() && !pinned {
         if let Some((counter, name)) = counters::standalone(&sql) {
+            admitted(app, creds).await?;
             return Ok(Start::Answered(count(&mut out, counter, name)));
         }
     }
     if params.is_none() {
         if let Some(set) = query_timeout::set_query_timeout(&sql) {
+            admitted(app, creds).await?;
             return Ok(Start::Answered(set_query_timeout(
                 &mut out,
                 token.as_ref(),
@@ -259,6 +272,7 @@ pub async fn start_opening(
             )));
         }
         if let Some(set) = olap::set_workload(&sql) {
+            admitted(app, creds).await?;
             return Ok(Start::Answered(switch_workload(
                 &mut out,
                 token.as_ref(),

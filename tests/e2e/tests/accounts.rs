@@ -343,3 +343,33 @@ async fn every_refusal_looks_the_same() {
     }
     mariadb_root(&format!("DROP USER '{socket_user}'@'localhost'"));
 }
+
+/// The statements the gateway answers without running them (a counter, the query
+/// timeout, the workload: sessions/) still need the client's own password: a wrong one
+/// gets the one refusal, never an answer; the right one gets the answer.
+#[tokio::test]
+async fn statements_the_gateway_answers_itself_still_need_the_password() {
+    let cfg = cfg();
+    let wrong = basic_auth(&cfg.user, "not-the-password");
+    let nobody = basic_auth("nobody_here", "pw");
+    for sql in [
+        "SELECT ROW_COUNT()",
+        "SELECT FOUND_ROWS()",
+        "SET query_timeout = 1000",
+        "SET workload = 'olap'",
+    ] {
+        for (what, auth) in [("wrong password", &wrong), ("no such user", &nobody)] {
+            let (a, took) = query_as(&cfg, Transport::H2, auth, sql).await;
+            let msg = assert_refused(&a, took, &format!("{sql}, {what}"));
+            assert_eq!(msg, the_one_refusal(), "{sql}, {what}");
+        }
+        let (a, _) = query_as(&cfg, Transport::H2, &cfg.basic_auth(), sql).await;
+        assert_eq!(
+            a.status,
+            200,
+            "{sql}: {:?}",
+            String::from_utf8_lossy(&a.body)
+        );
+        assert!(a.json().get("error").is_none(), "{sql}: {}", a.json());
+    }
+}
