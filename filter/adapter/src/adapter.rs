@@ -26,7 +26,7 @@ use ferry_filter_core::exchange::{
 };
 use ferry_filter_core::http::{HeaderEdits, Reply};
 use ferry_filter_core::lost::EnvoyAnswer;
-use ferry_filter_core::{metrics, server_timing};
+use ferry_filter_core::{distance, metrics, server_timing};
 
 use crate::header_map::HeaderMap;
 use crate::host::{Action, Body, Host, Map, MetricType, Status, WHOLE_BODY};
@@ -173,7 +173,16 @@ pub(crate) fn on_request_headers<H: Host>(
         .map(|b| String::from_utf8_lossy(&b).into_owned());
     timing.http = metrics::http_version(protocol.as_deref());
     let headers = Snapshot::read(host, Map::RequestHeaders)?;
-    let head = RequestHead::read(|name| Ok::<_, HostError>(headers.get(name)))?;
+    let mut head = RequestHead::read(|name| Ok::<_, HostError>(headers.get(name)))?;
+    if exchange.wants_peer_address() {
+        // `client_address: "peer"`: Envoy's downstream address, never the client's word.
+        head.client_addr = host
+            .property(&["source", "address"])
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|a| distance::peer_ip(&a));
+    }
     let mut step = exchange.on_request_headers(&head, end_of_stream);
     if !host.adds_trailers() && !matches!(step, RequestHeadersStep::Reply(_)) {
         if let Some(reply) = exchange.refuse_without_trailers(NO_TRAILERS) {

@@ -69,6 +69,22 @@ pub struct Config {
     /// Answers are compressed only for clients far enough (`compression.min_rtt_ms`,
     /// `compression.near_networks`).
     pub distance: Distance,
+    /// Where the client's address comes from (`client_address`).
+    pub client_address: ClientAddress,
+}
+
+/// Where the filter takes the client's address from, for the shim's password-guessing
+/// throttle and for the client's distance (`x-ferry-client-addr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClientAddress {
+    /// The header as it arrives: Envoy's early header mutation sets it from the peer,
+    /// replacing a client's own (`envoy/ferry.yaml`).
+    #[default]
+    Header,
+    /// Envoy's downstream address (`source.address`, after Envoy's `x-forwarded-for`
+    /// handling), set on the request by the filter over whatever the client sent: for
+    /// control planes that make no such header mutation (Istio).
+    Peer,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -90,6 +106,7 @@ struct Raw {
     #[serde(default)]
     session_affinity: bool,
     header_hold: Option<String>,
+    client_address: Option<String>,
     #[serde(default)]
     compression: RawCompression,
 }
@@ -210,6 +227,15 @@ impl Config {
                 ))
             })?,
         };
+        let client_address = match raw.client_address.as_deref() {
+            None | Some("header") => ClientAddress::Header,
+            Some("peer") => ClientAddress::Peer,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "client_address must be \"header\" or \"peer\", not {other:?}"
+                )))
+            }
+        };
         if raw.session_affinity && header_hold == HeaderHold::Off {
             return Err(ConfigError(
                 "session_affinity needs the header hold: with header_hold \"off\" set session_affinity to false (a pinned session that reaches another shim is then refused by it)".into(),
@@ -225,6 +251,7 @@ impl Config {
             envoy_compression: raw.compression.envoy()?,
             distance: raw.compression.distance()?,
             compression: raw.compression.policy()?,
+            client_address,
         })
     }
 }
@@ -338,6 +365,11 @@ pub const KEYS: &[Key] = &[
         about: "`\"auto\"`: hold headers where Envoy allows it, found out from the first held request ([without the header hold](../design/filter.md#without-the-header-hold-meshes)); `\"off\"`: never hold (then `session_affinity` must be `false`)",
     },
     Key {
+        name: "client_address",
+        default: "\"header\"",
+        about: "where the client's address (`x-ferry-client-addr`: the shim's [password-guessing throttle](../guides/password-guessing.md), the client's distance) comes from: `\"header\"` as Envoy's early header mutation set it (`envoy/ferry.yaml`); `\"peer\"` Envoy's downstream address (`source.address`), which the filter sets over any value the client sent: for control planes without that mutation (Istio)",
+    },
+    Key {
         name: "compression.preference",
         default: "[\"s2\", \"snappy\", \"gzip\", \"zstd\"]",
         about: "codecs for answers, most preferred first; the first the client accepts is used; `[]` never compresses",
@@ -395,6 +427,7 @@ mod tests {
             compression: Policy::default(),
             envoy_compression: Vec::new(),
             distance: Distance::default(),
+            client_address: ClientAddress::Header,
         };
         assert_eq!(Config::default(), defaults);
         assert_eq!(Config::parse(None).unwrap(), defaults);
@@ -595,8 +628,10 @@ mod tests {
             r#"{"header_hold": "off", "session_affinity": false}"#,
             r#"{"header_hold": "auto", "session_affinity": true, "max_request_bytes": 1048576}"#,
             r#"{"compression": {"envoy": ["zstd"], "min_rtt_ms": 5, "near_networks": ["127.0.0.0/8", "::1/128"], "max_ratio": 0.75}}"#,
+            r#"{"client_address": "peer"}"#,
             // Mistakes.
             r#"{"header_hold": "on"}"#,
+            r#"{"client_address": "xff"}"#,
             r#"{"header_hold": "off", "session_affinity": true}"#,
             r#"{"max_requests_bytes": 8}"#,
             r#"{"compression": {"prefrence": ["gzip"]}}"#,
@@ -613,7 +648,14 @@ mod tests {
             assert_eq!(from_string, from_struct, "{case}");
             errors += usize::from(from_string.is_err());
         }
-        assert_eq!(errors, 8, "every mistake is refused");
+        assert_eq!(errors, 9, "every mistake is refused");
+        let peer = Config::parse(Some(br#"{"client_address": "peer"}"#)).unwrap();
+        assert_eq!(peer.client_address, ClientAddress::Peer);
+        let e = Config::parse(Some(br#"{"client_address": "xff"}"#)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "client_address must be \"header\" or \"peer\", not \"xff\""
+        );
         let off = Config::parse(Some(br#"{"header_hold": "off"}"#)).unwrap();
         assert_eq!(off.header_hold, HeaderHold::Off);
         let e = Config::parse(Some(br#"{"header_hold": "on"}"#)).unwrap_err();

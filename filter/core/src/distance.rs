@@ -18,6 +18,17 @@ use ipnet::IpNet;
 pub const CLIENT_RTT_HEADER: &str = "x-ferry-client-rtt-ms";
 pub const CLIENT_ADDR_HEADER: &str = ferry_wire::headers::CLIENT_ADDR;
 
+/// The IP of an address as Envoy gives `source.address` (`1.2.3.4:5678`,
+/// `[::1]:5678`, or a bare IP); `None` for anything else (a pipe, nothing).
+pub fn peer_ip(address: &str) -> Option<String> {
+    let address = address.trim();
+    let ip = match address.parse::<std::net::SocketAddr>() {
+        Ok(socket) => socket.ip(),
+        Err(_) => address.parse::<IpAddr>().ok()?,
+    };
+    Some(ip.to_string())
+}
+
 /// `compression.min_rtt_ms`'s default: clients a few ms away at most (the same host,
 /// zone or region: fast links) get identity. Measured
 /// (docs/benchmarks/compression.md "By distance"): at 1.8 ms and 1 Gbit/s gzip and zstd took 1.6–2.3× identity's time
@@ -159,5 +170,16 @@ mod tests {
             Distance::default().near_networks.len(),
             DEFAULT_NEAR_NETWORKS.len()
         );
+    }
+
+    #[test]
+    fn the_peers_ip_without_its_port() {
+        assert_eq!(peer_ip("203.0.113.7:51234").as_deref(), Some("203.0.113.7"));
+        assert_eq!(peer_ip("[2001:db8::1]:443").as_deref(), Some("2001:db8::1"));
+        assert_eq!(peer_ip("2001:db8::1").as_deref(), Some("2001:db8::1"));
+        assert_eq!(peer_ip("127.0.0.1").as_deref(), Some("127.0.0.1"));
+        for other in ["", "/tmp/envoy.sock", "pipe:x", "1.2.3.4:port", "[::1]"] {
+            assert_eq!(peer_ip(other), None, "{other}");
+        }
     }
 }

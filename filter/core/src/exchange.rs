@@ -33,7 +33,7 @@ use ferry_compress::Encoding;
 
 use crate::affinity;
 use crate::compression;
-use crate::config::Config;
+use crate::config::{ClientAddress, Config};
 use crate::connect_get;
 use crate::distance;
 use crate::early_data;
@@ -451,6 +451,23 @@ impl Exchange {
         self.settings.limits
     }
 
+    /// Whether the host must put Envoy's downstream address (`source.address`) in
+    /// [`RequestHead::client_addr`] (`client_address: "peer"`).
+    pub fn wants_peer_address(&self) -> bool {
+        self.settings.client_address == ClientAddress::Peer
+    }
+
+    /// `client_address: "peer"`: the address Envoy saw replaces whatever the client
+    /// sent in `x-ferry-client-addr`; with none known, the client's is removed.
+    fn client_address_edit(&self, head: &RequestHead, edits: &mut HeaderEdits) {
+        if self.wants_peer_address() {
+            match &head.client_addr {
+                Some(addr) => edits.set.push((distance::CLIENT_ADDR_HEADER, addr.clone())),
+                None => edits.remove.push(distance::CLIENT_ADDR_HEADER),
+            }
+        }
+    }
+
     fn too_near(&self, head: &RequestHead) -> bool {
         let (rtt, addr) = (head.client_rtt.as_deref(), head.client_addr.as_deref());
         self.settings.distance.too_near(rtt, addr)
@@ -492,6 +509,7 @@ impl Exchange {
             ],
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
+        self.client_address_edit(head, &mut edits);
         if let Some(ms) = call.deadline_ms {
             edits.set.push(("connect-timeout-ms", ms.to_string()));
         }
@@ -711,6 +729,7 @@ impl Exchange {
             ],
             remove: REMOVED_REQUEST_HEADERS.to_vec(),
         };
+        self.client_address_edit(head, &mut edits);
         edits.remove.push("content-length");
         // The message is known already (and replay-safe): its class is decided now.
         let class = route_class::of_execute(&message);

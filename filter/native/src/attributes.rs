@@ -15,6 +15,7 @@ pub mod id {
     pub const REQUEST_TOTAL_SIZE: u32 = 14;
     pub const RESPONSE_CODE_DETAILS: u32 = 16;
     pub const RESPONSE_FLAGS: u32 = 17;
+    pub const SOURCE_ADDRESS: u32 = 24;
 }
 
 /// The attribute behind a property path; `None`: not one the module maps (the adapter
@@ -25,6 +26,7 @@ pub fn of(path: &[&str]) -> Option<Attribute> {
         ["request", "total_size"] => Some(Attribute::Int(id::REQUEST_TOTAL_SIZE)),
         ["response", "code_details"] => Some(Attribute::String(id::RESPONSE_CODE_DETAILS)),
         ["response", "flags"] => Some(Attribute::Int(id::RESPONSE_FLAGS)),
+        ["source", "address"] => Some(Attribute::String(id::SOURCE_ADDRESS)),
         _ => None,
     }
 }
@@ -55,6 +57,10 @@ mod tests {
         assert_eq!(
             of(&["request", "total_size"]),
             Some(Attribute::Int(id::REQUEST_TOTAL_SIZE))
+        );
+        assert_eq!(
+            of(&["source", "address"]),
+            Some(Attribute::String(id::SOURCE_ADDRESS))
         );
         assert_eq!(of(&["plugin_name"]), None);
         assert_eq!(of(&[]), None);

@@ -68,6 +68,9 @@ pub async fn handle(
     };
     let mut user = String::new();
     let mut attempt = None;
+    // The client's address as Envoy gave it, for the log of a failed request (an
+    // operator's view of who fails to log in).
+    let client = req.headers().get(CLIENT_ADDR_HEADER).cloned();
     let answer = rpc(&app, req, arrived, &mut user, &mut attempt, &trace).await;
     if let Some((a, creds)) = attempt {
         // A login of a credential not admitted before (throttle/): refused, or admitted
@@ -119,6 +122,10 @@ pub async fn handle(
             status = e.status(),
             code = e.name(),
             user = user,
+            client = client
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default(),
             error = e.message
         );
         connect_error_response(&e).map(Either::Left)

@@ -454,3 +454,56 @@ fn a_stream_that_failed_holds_what_follows_and_ends_with_the_failure() {
     assert_eq!(downstream.sent_trailer("grpc-status"), Some("13"));
     s.assert_no_violations();
 }
+
+/// `client_address: "peer"` (control planes that set no `x-ferry-client-addr`, Istio):
+/// the shim gets Envoy's downstream address, whatever the client sent; with none
+/// (a unix-socket listener), the client's value is removed. `"header"` (the default)
+/// leaves the header as Envoy's mutation set it.
+#[test]
+fn the_client_address_is_envoys_peer_when_so_configured() {
+    let peer_stream = || {
+        Stream::new(Exchange::new(Rc::new(Config {
+            limits: limits(),
+            client_address: ferry_filter_core::config::ClientAddress::Peer,
+            ..Config::default()
+        })))
+    };
+    let mut headers = post(EXECUTE, "application/proto");
+    headers.push(("x-ferry-client-addr", "198.51.100.9"));
+    let msg = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    for (peer, expected) in [
+        (Some("203.0.113.7:51234"), Some("203.0.113.7")),
+        (Some("[2001:db8::1]:443"), Some("2001:db8::1")),
+        (None, None),
+        (Some("/run/envoy.sock"), None),
+    ] {
+        let mut s = peer_stream();
+        if let Some(address) = peer {
+            s.host_mut()
+                .properties
+                .push(("source.address".into(), address.as_bytes().to_vec()));
+        }
+        s.request_headers(&headers, false);
+        s.request_body(&msg, true);
+        assert_eq!(
+            s.host().request.sent_header("x-ferry-client-addr"),
+            expected,
+            "{peer:?}"
+        );
+    }
+    // The default trusts the header: Envoy's early header mutation wrote it.
+    let mut s = stream();
+    s.host_mut()
+        .properties
+        .push(("source.address".into(), b"203.0.113.7:51234".to_vec()));
+    s.request_headers(&headers, false);
+    s.request_body(&msg, true);
+    assert_eq!(
+        s.host().request.sent_header("x-ferry-client-addr"),
+        Some("198.51.100.9")
+    );
+}
