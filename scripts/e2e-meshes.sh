@@ -109,6 +109,8 @@ if eg 1 gateway >/dev/null; then
   rust_suites || status=$?
   FERRY_E2E_ENVOY_ZSTD=0 cargo test -p ferry-e2e --test early_data --test compression -- \
     http3_0rtt_runs_only_replay_safe_requests every_codec_round_trips || status=$?
+  # Envoy Gateway sets no x-ferry-client-addr either: the filter does (`client_address: "peer"`).
+  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/eg/logs/shim.log" cargo test -p ferry-e2e --test client_address || status=$?
   node_driver || status=$?
   unset FERRY_PORT
   no_panic eg || status=1

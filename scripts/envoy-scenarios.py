@@ -534,9 +534,9 @@ def mesh_plugin_json(session_affinity, peer_address=False):
     """The filter's settings as the JSON string both control planes hand it (a
     google.protobuf.StringValue): ferry.yaml's, without `compression.envoy` (no Envoy
     compressor here) and with `session_affinity` as given. Compact, keys sorted (as
-    Istio's protojson of a WasmPlugin's pluginConfig). `peer_address`: Istio sets no
-    `x-ferry-client-addr` (Envoy Gateway's ClientTrafficPolicy does), so the filter sets
-    it from Envoy's downstream address, over any value the client sent."""
+    Istio's protojson of a WasmPlugin's pluginConfig). `peer_address`: neither control
+    plane sets `x-ferry-client-addr` (no early header mutation), so the filter sets it
+    from Envoy's downstream address, over any value the client sent."""
     s = plugin_settings()
     s["compression"].pop("envoy")
     s["session_affinity"] = session_affinity
@@ -861,10 +861,10 @@ def envoy_gateway():
 #   sees gRPC-Web as it arrives and serves it itself. (deploy/envoy-gateway/base's
 #   EnvoyProxy filterOrder puts grpc_web first instead.)
 # - ClientTrafficPolicy: the listener's per-connection buffer 80 MiB (connection.bufferLimit,
-#   TCP listener only), no virtual-host request_body_buffer_limit (EG sets none); the early
-#   header mutation as headers.earlyRequestHeaders `set` makes it: the two appends without
-#   ferry.yaml's removes (with no measure, over HTTP/3, a client's own
-#   x-ferry-client-rtt-ms passes).
+#   TCP listener only), no virtual-host request_body_buffer_limit (EG sets none). It has no
+#   headers.earlyRequestHeaders: no early header mutation, so no x-ferry-client-rtt-ms; the
+#   filter sets x-ferry-client-addr itself from Envoy's downstream address
+#   (`client_address: "peer"`), over any value the client sent.
 # - Absent, as EG adds none here: the Lua filter (Connect GET is not served), Envoy's zstd
 #   compressor (the filter compresses), stateful_session.
 # - Routes as EG converts HTTPRoute ferry/ferry (rules stream-read, read, stream, rpc;
@@ -892,13 +892,11 @@ def envoy_gateway():
               "            name: ferry/ferry/https\n            virtual_hosts:\n"
               "            - name: ferry/ferry/https/ferry_example_com\n"
               "              domains: [\"*\"]  # EG: [ferry.example.com]; here any, for 127.0.0.1\n")
-    d.replace("              - remove: x-ferry-client-rtt-ms\n", "")
-    d.replace("              - remove: x-ferry-client-addr\n", "")
-    d.replace("              # Only Envoy's jwt_authn may set a token's verified claims (envoy/tokens.yaml).\n"
-              "              - remove: x-ferry-token-claims\n", "")
-    d.replace("          early_header_mutation_extensions: &client_distance\n",
-              "          # EG: ClientTrafficPolicy headers.earlyRequestHeaders.set (no removes).\n"
-              "          early_header_mutation_extensions: &client_distance\n")
+    # deploy/envoy-gateway's ClientTrafficPolicy has no headers.earlyRequestHeaders: no
+    # early header mutation; the filter sets x-ferry-client-addr (`client_address: "peer"`).
+    d.cut("          # How far the client is: the connection's last measured round trip",
+          "          # Access log (docs/reference/access-log.md \"Access log\")")
+    d.replace("          early_header_mutation_extensions: *client_distance\n", "")
     enable = ("                typed_per_filter_config: *enable_ferry\n", f"""\
                 # The Ferry filter, disabled on the listener, enabled on this route.
                 typed_per_filter_config: &enable_ferry
@@ -979,7 +977,7 @@ def envoy_gateway():
                 root_id: ferry
                 configuration:
                   "@type": type.googleapis.com/google.protobuf.StringValue
-{json_value(18, False)}\
+{json_value(18, False, peer_address=True)}\
                 vm_config:
                   vm_id: envoyextensionpolicy/ferry/ferry/wasm/0
                   runtime: envoy.wasm.runtime.v8

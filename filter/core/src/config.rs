@@ -27,6 +27,10 @@
 //! a proxy that ends the client's TCP connection (an L7 load balancer), Envoy measures
 //! its own hop to it: set 0. (`distance.rs`.)
 //!
+//! `client_address: "peer"`: where no early header mutation sets `x-ferry-client-addr`
+//! (Istio, Envoy Gateway), the filter sets it from Envoy's downstream address, over any
+//! value the client sent; the shim's password-guessing throttle counts by it.
+//!
 //! Requests are decompressed whatever they use among identity, gzip, zstd, snappy and
 //! s2, up to `max_request_bytes` of output.
 //!
@@ -367,7 +371,7 @@ pub const KEYS: &[Key] = &[
     Key {
         name: "client_address",
         default: "\"header\"",
-        about: "where the client's address (`x-ferry-client-addr`: the shim's [password-guessing throttle](../guides/password-guessing.md), the client's distance) comes from: `\"header\"` as Envoy's early header mutation set it (`envoy/ferry.yaml`); `\"peer\"` Envoy's downstream address (`source.address`), which the filter sets over any value the client sent: for control planes without that mutation (Istio)",
+        about: "where the client's address (`x-ferry-client-addr`: the shim's [password-guessing throttle](../guides/password-guessing.md), the client's distance) comes from: `\"header\"` as Envoy's early header mutation set it (`envoy/ferry.yaml`); `\"peer\"` Envoy's downstream address (`source.address`), which the filter sets over any value the client sent: for control planes without that mutation (Istio, Envoy Gateway)",
     },
     Key {
         name: "compression.preference",
