@@ -97,6 +97,13 @@ async fn main() -> Result<(), BoxError> {
         println!("{took:.1} ms {} bytes", a.body.len());
         ms.push(took);
     }
+    print_timings(n, ms);
+    client.close().await;
+    Ok(())
+}
+
+/// The summary line large-answer.sh reads: `calls N p50 X ms min Y max Z`.
+fn print_timings(n: usize, mut ms: Vec<f64>) {
     ms.sort_by(f64::total_cmp);
     if let (Some(min), Some(max)) = (ms.first(), ms.last()) {
         println!(
@@ -104,8 +111,6 @@ async fn main() -> Result<(), BoxError> {
             ms[ms.len() / 2]
         );
     }
-    client.close().await;
-    Ok(())
 }
 
 /// `--mysql --repeat N`: one warm-up call, then N timed ones, each reading every row.
@@ -146,13 +151,7 @@ async fn run_mysql(cfg: &Config, query: &str, n: usize) -> Result<(), BoxError> 
         ms.push(took);
     }
     conn.disconnect().await?;
-    ms.sort_by(f64::total_cmp);
-    if let (Some(min), Some(max)) = (ms.first(), ms.last()) {
-        println!(
-            "calls {n} p50 {:.1} ms min {min:.1} max {max:.1}",
-            ms[ms.len() / 2]
-        );
-    }
+    print_timings(n, ms);
     Ok(())
 }
 
