@@ -359,6 +359,17 @@ run_phase() {
   say "$name: Execute select 1 -> $out"
   if [ "$rc" = 28 ]; then fail "$name: Execute hung (no answer in ${FERRY_MESH_TIMEOUT}s)"; stop_eg; return; fi
   if [ "${out%% *}" != 200 ] || ! grep -q '"rows"' <<<"$out"; then fail "$name: Execute"; stop_eg; return; fi
+  # A client cannot choose its address: EG makes no early header mutation, so the filter
+  # sets x-ferry-client-addr from Envoy's peer (`client_address: peer`). A wrong password
+  # with a forged one: the shim logs the refusal with the address it got.
+  forged="forged_$$_${name//-/_}"
+  curl -sS -m "$FERRY_MESH_TIMEOUT" --cacert "$CERTS/ca.pem" -o /dev/null -H 'content-type: application/json' \
+    -H "authorization: Basic $(printf '%s:wrong' "$forged" | base64)" -H 'x-ferry-client-addr: 198.51.100.9' \
+    -d '{"query":"select 1"}' "$URL/psdb.v1alpha1.Database/Execute" || true
+  seen=$(grep "user=$forged " "$LOGS/shim.log" | tail -n1 | sed -nE 's/.* client=([^ ]*) .*/\1/p')
+  if [ -n "$seen" ] && [ "$seen" != 198.51.100.9 ] && [ "$seen" != '""' ]; then
+    say "$name: a forged x-ferry-client-addr is replaced: the shim saw client=$seen"
+  else fail "$name: the shim saw client=${seen:-nothing} for a forged x-ferry-client-addr (log: $LOGS/shim.log)"; fi
   say "$name: driver suite (tests/driver, copied to $FERRY_RUN_DIR/driver) through EG's Envoy at $URL"
   rc=0
   (cd "$FERRY_RUN_DIR/driver" && FERRY_HOST="$HOST" FERRY_PORT="$FERRY_MESH_PORT" \
