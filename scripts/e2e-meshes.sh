@@ -78,8 +78,8 @@ if istio 1 gateway >/dev/null; then
   # without the hold, so not compression.rs's incompressible case).
   FERRY_E2E_ENVOY_ZSTD=0 cargo test -p ferry-e2e --test early_data --test compression -- \
     http3_0rtt_runs_only_replay_safe_requests every_codec_round_trips || status=$?
-  # Istio sets no x-ferry-client-addr: the filter does (`client_address: "peer"`).
-  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/istio/logs/shim.log" cargo test -p ferry-e2e --test client_address || status=$?
+  # Istio sets no x-ferry-client-addr and removes no x-ferry-token-claims: the filter does.
+  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/istio/logs/shim.log" cargo test -p ferry-e2e --test forged_headers || status=$?
   node_driver || status=$?
   go_clients || status=$?
   unset FERRY_PORT FERRY_E2E_NO_HOLD_PORT
@@ -97,7 +97,7 @@ echo "== istio-envoyfilter (the escape hatch: the hold and stateful_session), tw
 if istio_ef 2 gateway >/dev/null; then
   export FERRY_PORT="${FERRY_E2E_ISTIO_EF_PORT:-18452}" FERRY_E2E_PAIR_PORT="${FERRY_E2E_ISTIO_EF_PORT:-18452}"
   cargo test -p ferry-e2e --test affinity || status=$?
-  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/istio-ef/logs/shim.log:$MAIN_RUN_DIR/istio-ef/logs/shim2.log" cargo test -p ferry-e2e --test client_address || status=$?
+  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/istio-ef/logs/shim.log:$MAIN_RUN_DIR/istio-ef/logs/shim2.log" cargo test -p ferry-e2e --test forged_headers || status=$?
   node_driver || status=$?
   unset FERRY_PORT FERRY_E2E_PAIR_PORT
   no_panic istio-ef || status=1
@@ -109,8 +109,8 @@ if eg 1 gateway >/dev/null; then
   rust_suites || status=$?
   FERRY_E2E_ENVOY_ZSTD=0 cargo test -p ferry-e2e --test early_data --test compression -- \
     http3_0rtt_runs_only_replay_safe_requests every_codec_round_trips || status=$?
-  # Envoy Gateway sets no x-ferry-client-addr either: the filter does (`client_address: "peer"`).
-  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/eg/logs/shim.log" cargo test -p ferry-e2e --test client_address || status=$?
+  # Nor does Envoy Gateway: the filter does (`client_address: "peer"`).
+  FERRY_E2E_SHIM_LOG="$MAIN_RUN_DIR/eg/logs/shim.log" cargo test -p ferry-e2e --test forged_headers || status=$?
   node_driver || status=$?
   unset FERRY_PORT
   no_panic eg || status=1

@@ -299,11 +299,15 @@ impl Payload {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reset(pub String);
 
-/// Request headers no canonical request carries: gRPC transport headers, every
-/// protocol's encoding headers (the filter undoes a request's compression and the
-/// shim answers uncompressed; compression is the filter's job), and `x-ferry-host`
-/// (only the filter decides where a session goes).
+/// Request headers no canonical request carries: a client's token claims, gRPC
+/// transport headers, every protocol's encoding headers (the filter undoes a request's
+/// compression and the shim answers uncompressed; compression is the filter's job), and
+/// `x-ferry-host` (only the filter decides where a session goes).
 const REMOVED_REQUEST_HEADERS: &[&str] = &[
+    // Only Envoy's jwt_authn, after this filter, may set a token's verified claims
+    // (envoy/tokens.yaml): a client's own never reaches the shim, in any form the filter
+    // is delivered in, whether or not the control plane removes it first.
+    ferry_wire::headers::TOKEN_CLAIMS,
     "te",
     "content-encoding",
     "accept-encoding",

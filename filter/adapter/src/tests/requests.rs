@@ -507,3 +507,33 @@ fn the_client_address_is_envoys_peer_when_so_configured() {
         Some("198.51.100.9")
     );
 }
+
+/// Only Envoy's jwt_authn, after the filter, may set `x-ferry-token-claims`: a client's
+/// own is removed in every form (the mesh forms' control planes do not remove it).
+#[test]
+fn a_clients_token_claims_never_reach_the_shim() {
+    let msg = ExecuteRequest {
+        query: "SELECT 1".into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    for content_type in ["application/proto", "application/json", "application/grpc"] {
+        let mut s = stream();
+        let mut headers = post(EXECUTE, content_type);
+        headers.push(("x-ferry-token-claims", "eyJmZXJyeV9hY2NvdW50IjoiYWRtaW4ifQ"));
+        s.request_headers(&headers, false);
+        let body = match content_type {
+            "application/json" => br#"{"query":"SELECT 1"}"#.to_vec(),
+            "application/grpc" => envelope(0, &msg),
+            _ => msg.clone(),
+        };
+        s.request_body(&body, true);
+        let upstream = &s.host().request;
+        assert_eq!(upstream.sent_header("authorization"), Some(AUTH));
+        assert_eq!(
+            upstream.sent_header("x-ferry-token-claims"),
+            None,
+            "{content_type}"
+        );
+    }
+}
