@@ -861,10 +861,11 @@ def envoy_gateway():
 #   sees gRPC-Web as it arrives and serves it itself. (deploy/envoy-gateway/base's
 #   EnvoyProxy filterOrder puts grpc_web first instead.)
 # - ClientTrafficPolicy: the listener's per-connection buffer 80 MiB (connection.bufferLimit,
-#   TCP listener only), no virtual-host request_body_buffer_limit (EG sets none). It has no
-#   headers.earlyRequestHeaders: no early header mutation, so no x-ferry-client-rtt-ms; the
-#   filter sets x-ferry-client-addr itself from Envoy's downstream address
-#   (`client_address: "peer"`), over any value the client sent.
+#   TCP listener only), no virtual-host request_body_buffer_limit (EG sets none); its
+#   headers.earlyRequestHeaders `set` makes the early header mutation's round trip
+#   (x-ferry-client-rtt-ms) and nothing else: the filter sets x-ferry-client-addr itself
+#   from Envoy's downstream address (`client_address: "peer"`), over any value the client
+#   sent.
 # - Absent, as EG adds none here: the Lua filter (Connect GET is not served), Envoy's zstd
 #   compressor (the filter compresses), stateful_session.
 # - Routes as EG converts HTTPRoute ferry/ferry (rules stream-read, read, stream, rpc;
@@ -892,11 +893,25 @@ def envoy_gateway():
               "            name: ferry/ferry/https\n            virtual_hosts:\n"
               "            - name: ferry/ferry/https/ferry_example_com\n"
               "              domains: [\"*\"]  # EG: [ferry.example.com]; here any, for 127.0.0.1\n")
-    # deploy/envoy-gateway's ClientTrafficPolicy has no headers.earlyRequestHeaders: no
-    # early header mutation; the filter sets x-ferry-client-addr (`client_address: "peer"`).
+    # deploy/envoy-gateway's ClientTrafficPolicy headers.earlyRequestHeaders sets the round
+    # trip only (EG puts its removes after its sets, so none); the filter sets
+    # x-ferry-client-addr (`client_address: "peer"`).
     d.cut("          # How far the client is: the connection's last measured round trip",
-          "          # Access log (docs/reference/access-log.md \"Access log\")")
-    d.replace("          early_header_mutation_extensions: *client_distance\n", "")
+          "          early_header_mutation_extensions: &client_distance\n", """\
+          # How far the client is: the connection's last measured round trip (the
+          # kernel's smoothed TCP estimate), in whole ms, as `x-ferry-client-rtt-ms`. The
+          # filter compresses answers only for clients at least `compression.min_rtt_ms`
+          # away (docs/benchmarks/compression.md "By distance"). EG: ClientTrafficPolicy
+          # headers.earlyRequestHeaders.set. QUIC connections get no measure: there a
+          # client's own value passes (EG's removes come after its sets), which decides
+          # only whether its own answers are compressed.
+""")
+    d.cut("              - remove: x-ferry-client-rtt-ms\n",
+          "          # Access log (docs/reference/access-log.md \"Access log\")", """\
+              - append:
+                  header: { key: x-ferry-client-rtt-ms, value: "%DOWNSTREAM_CX_RTT%" }
+                  append_action: OVERWRITE_IF_EXISTS_OR_ADD
+""")
     enable = ("                typed_per_filter_config: *enable_ferry\n", f"""\
                 # The Ferry filter, disabled on the listener, enabled on this route.
                 typed_per_filter_config: &enable_ferry

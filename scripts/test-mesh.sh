@@ -341,6 +341,11 @@ run_phase() {
     eg_problems "$name"; fail "$name: the Gateway never answered CreateSession 200"; dump_config "$name"; stop_eg; return
   fi
   dump_config "$name"
+  # The ClientTrafficPolicy's earlyRequestHeaders: Envoy measures the client's round trip
+  # for the filter (EG hands the %…% formatter to Envoy as it is).
+  if grep -q '"value": "%DOWNSTREAM_CX_RTT%"' "$EG_TARGET/config_dump-$name.json"; then
+    say "$name: the early header mutation sets x-ferry-client-rtt-ms from %DOWNSTREAM_CX_RTT%"
+  else fail "$name: no x-ferry-client-rtt-ms mutation in Envoy's config"; fi
   dump_has "$name" 'any(c.get("root_id") == "ferry" and "remote" in c["vm_config"]["code"] for c in f)' \
     || fail "$name: no Ferry wasm filter (remote code) in Envoy's config"
   if [ "$name" = escape-hatch ]; then
