@@ -530,18 +530,17 @@ def mesh_read_retry(d):
               "                    host_selection_retry_max_attempts: 5\n")
 
 
-def mesh_plugin_json(session_affinity, peer_address=False):
+def mesh_plugin_json(session_affinity):
     """The filter's settings as the JSON string both control planes hand it (a
     google.protobuf.StringValue): ferry.yaml's, without `compression.envoy` (no Envoy
     compressor here) and with `session_affinity` as given. Compact, keys sorted (as
-    Istio's protojson of a WasmPlugin's pluginConfig). `peer_address`: neither control
-    plane sets `x-ferry-client-addr` (no early header mutation), so the filter sets it
-    from Envoy's downstream address, over any value the client sent."""
+    Istio's protojson of a WasmPlugin's pluginConfig). Neither control plane sets
+    `x-ferry-client-addr`, so the filter sets it from Envoy's downstream address, over any
+    value the client sent (`client_address: "peer"`)."""
     s = plugin_settings()
     s["compression"].pop("envoy")
     s["session_affinity"] = session_affinity
-    if peer_address:
-        s["client_address"] = "peer"
+    s["client_address"] = "peer"
     # Without Envoy's allow_on_headers_stop_iteration (the plain plugin forms) the filter is
     # told not to try holding headers; with it (the escape hatch) it finds out ("auto",
     # the default). docs/design/filter.md "Without the header hold (meshes)".
@@ -550,10 +549,10 @@ def mesh_plugin_json(session_affinity, peer_address=False):
     return json.dumps(s, sort_keys=True, separators=(",", ":"))
 
 
-def json_value(indent, session_affinity, peer_address=False):
+def json_value(indent, session_affinity):
     """The `value:` line of the configuration."""
     pad = " " * indent
-    return f"{pad}value: '{mesh_plugin_json(session_affinity, peer_address)}'  # FERRY_PLUGIN_JSON\n"
+    return f"{pad}value: '{mesh_plugin_json(session_affinity)}'  # FERRY_PLUGIN_JSON\n"
 
 
 def ecds_resource(name, comment, body):
@@ -740,7 +739,7 @@ typed_config:
     failure_policy: FAIL_RELOAD
     configuration:
       "@type": type.googleapis.com/google.protobuf.StringValue
-{json_value(6, False, peer_address=True)}\
+{json_value(6, False)}\
     vm_config:
       runtime: envoy.wasm.runtime.v8
       code:
@@ -816,7 +815,7 @@ typed_config:
     allow_on_headers_stop_iteration: true
     configuration:
       "@type": type.googleapis.com/google.protobuf.StringValue
-{json_value(6, True, peer_address=True)}\
+{json_value(6, True)}\
     vm_config:
       vm_id: ferry
       runtime: envoy.wasm.runtime.v8
@@ -992,7 +991,7 @@ def envoy_gateway():
                 root_id: ferry
                 configuration:
                   "@type": type.googleapis.com/google.protobuf.StringValue
-{json_value(18, False, peer_address=True)}\
+{json_value(18, False)}\
                 vm_config:
                   vm_id: envoyextensionpolicy/ferry/ferry/wasm/0
                   runtime: envoy.wasm.runtime.v8
